@@ -1,0 +1,27 @@
+"""SCALE encoding: hand-written primitives for hot paths, a scalecodec registry for the rest."""
+
+from pubsub_core.codec.scale import (
+    ScaleDecodeError,
+    ScaleReader,
+    decode_compact,
+    encode_bytes,
+    encode_compact,
+    encode_u8,
+    encode_u16,
+    encode_u32,
+    encode_u64,
+    encode_u128,
+)
+
+__all__ = [
+    "ScaleDecodeError",
+    "ScaleReader",
+    "decode_compact",
+    "encode_bytes",
+    "encode_compact",
+    "encode_u8",
+    "encode_u16",
+    "encode_u32",
+    "encode_u64",
+    "encode_u128",
+]

@@ -1,0 +1,15 @@
+"""Errors of the state layer."""
+
+from pubsub_core.errors import PubSubError
+
+
+class StateError(PubSubError):
+    """Base class for state-layer errors."""
+
+
+class TransactionClosedError(StateError):
+    """A state transaction was used after commit or rollback."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"the state transaction is {status}; open a new one")
+        self.status = status

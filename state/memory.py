@@ -1,0 +1,47 @@
+"""In-memory backend: plain dicts, used by the simulator, the protocol tests and the benchmarks."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from state.interface import BackendStats, Changes
+
+__all__ = ["MemoryBackend"]
+
+
+class MemoryBackend:
+    """A StateBackend over dicts; it counts calls like a remote backend would cost them."""
+
+    def __init__(self) -> None:
+        self._namespaces: dict[str, dict[bytes, bytes]] = {}
+        self.stats = BackendStats()
+
+    def read_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        self.stats.read_calls += 1
+        stored = self._namespaces.get(namespace, {})
+        found = {key: stored[key] for key in keys if key in stored}
+        self.stats.bytes_read += sum(len(v) for v in found.values())
+        return found
+
+    def scan(self, namespace: str) -> dict[bytes, bytes]:
+        self.stats.scan_calls += 1
+        found = dict(self._namespaces.get(namespace, {}))
+        self.stats.bytes_read += sum(len(v) for v in found.values())
+        return found
+
+    def write_many(self, changes: Changes) -> None:
+        self.stats.write_calls += 1
+        for namespace, entries in changes.items():
+            stored = self._namespaces.setdefault(namespace, {})
+            for key, value in entries.items():
+                if value is None:
+                    stored.pop(key, None)
+                else:
+                    stored[key] = value
+                    self.stats.bytes_written += len(value)
+            if not stored:
+                del self._namespaces[namespace]
+
+    def namespaces(self) -> list[str]:
+        """The non-empty namespaces, sorted (for inspection and tests)."""
+        return sorted(self._namespaces)
