@@ -1,0 +1,43 @@
+"""The `pubsub` command: one entry point whose subcommands live in producers/commands/, one module each.
+
+Each command module exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a
+callable taking the parsed arguments and returning an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Add a command by appending its module here; the order is the order of `pubsub --help`.
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pubsub",
+        description=(
+            "RFC-0160 publish-subscribe outside a node: produce parachain messages and relay blocks to Kafka, "
+            "run the Spark Structured Streaming job, read on_data_updated events, or simulate it all in one process."
+        ),
+    )
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        parser.print_help()
+        return 2
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
