@@ -12,8 +12,19 @@ from pubsub_core.codec.scale import (
     encode_u64,
     encode_u128,
 )
+from pubsub_core.codec.twox import twox64, twox64_concat, twox128
+from pubsub_core.codec.types import KEY_LEN, PublishedEntry, PublisherInfo, SubscribedKey, TtlKind, TtlState
 
 __all__ = [
+    "KEY_LEN",
+    "PublishedEntry",
+    "PublisherInfo",
+    "SubscribedKey",
+    "TtlKind",
+    "TtlState",
+    "twox64",
+    "twox64_concat",
+    "twox128",
     "ScaleDecodeError",
     "ScaleReader",
     "decode_compact",
