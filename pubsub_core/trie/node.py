@@ -1,0 +1,214 @@
+"""The Substrate node codec (sp-trie NodeCodec): node headers, partial keys, child bitmaps, values and children.
+
+Nibble paths are lowercase hex strings (one character per nibble): slicing, comparing and sorting them
+runs in C, and hex order equals nibble order. A child reference is the child's encoding when that is
+shorter than 32 bytes (an inline child) and the child's 32-byte hash otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_compact
+from pubsub_core.trie.errors import MalformedNodeError
+from pubsub_core.trie.layout import HASH_LEN
+
+__all__ = [
+    "EMPTY_NODE",
+    "Node",
+    "NodeKind",
+    "decode_node",
+    "encode_header",
+    "encode_node",
+    "encode_partial",
+    "nibble_index",
+]
+
+EMPTY_NODE = b"\x00"
+"""The encoding of the empty trie's root node (it never occurs elsewhere)."""
+
+_NIBBLES = "0123456789abcdef"
+nibble_index = {c: i for i, c in enumerate(_NIBBLES)}
+"""Child index of each hex nibble character."""
+
+
+class NodeKind(Enum):
+    """The five node kinds a header can name (the empty node aside); the value is (first-byte prefix, bits)."""
+
+    LEAF = (0x40, 6)
+    BRANCH = (0x80, 6)
+    BRANCH_WITH_VALUE = (0xC0, 6)
+    HASHED_VALUE_LEAF = (0x20, 5)
+    HASHED_VALUE_BRANCH = (0x10, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A decoded node. ``children`` is None for a leaf, else 16 child references (None where no child).
+
+    ``value`` is the inline value, or the 32-byte hash of the value node when ``value_hashed``; a branch may
+    have no value. ``encoded`` is the node's exact encoding, so re-encoding is never needed.
+    """
+
+    partial: str
+    value: bytes | None
+    value_hashed: bool
+    children: tuple[bytes | None, ...] | None
+    encoded: bytes
+
+    @property
+    def kind(self) -> NodeKind:
+        """The kind named by this node's header."""
+        if self.children is None:
+            return NodeKind.HASHED_VALUE_LEAF if self.value_hashed else NodeKind.LEAF
+        if self.value is None:
+            return NodeKind.BRANCH
+        return NodeKind.HASHED_VALUE_BRANCH if self.value_hashed else NodeKind.BRANCH_WITH_VALUE
+
+    @staticmethod
+    def make(
+        partial: str, value: bytes | None, value_hashed: bool, children: tuple[bytes | None, ...] | None
+    ) -> Node:
+        """Build a node and its encoding in one step (the only way new nodes are created)."""
+        return Node(partial, value, value_hashed, children, encode_node(partial, value, value_hashed, children))
+
+
+def encode_header(kind: NodeKind, nibble_count: int) -> bytes:
+    """Header for a node of ``kind`` whose partial key has ``nibble_count`` nibbles (no upper bound)."""
+    prefix, bits = kind.value
+    return _header(prefix, 255 >> (8 - bits), nibble_count)
+
+
+def _header(prefix: int, most: int, count: int) -> bytes:
+    if count < most:
+        return bytes((prefix | count,))
+    rest = count - most
+    return bytes((prefix | most,)) + b"\xff" * (rest // 255) + bytes((rest % 255,))
+
+
+def encode_partial(partial: str) -> bytes:
+    """Pack nibbles high-first; an odd count puts the first nibble in the low half of a leading byte."""
+    return bytes.fromhex("0" + partial if len(partial) & 1 else partial)
+
+
+def encode_node(
+    partial: str, value: bytes | None, value_hashed: bool, children: Sequence[bytes | None] | None
+) -> bytes:
+    """Encode a node: header, partial key, [bitmap], [value], [children] (sp-trie NodeCodec)."""
+    count = len(partial)
+    if children is None:
+        header = _header(0x20, 31, count) if value_hashed else _header(0x40, 63, count)
+    elif value is None:
+        header = _header(0x80, 63, count)
+    elif value_hashed:
+        header = _header(0x10, 15, count)
+    else:
+        header = _header(0xC0, 63, count)
+    parts = [header, bytes.fromhex("0" + partial if count & 1 else partial)]
+    if children is not None:
+        bitmap = 0
+        for index, child in enumerate(children):
+            if child is not None:
+                bitmap |= 1 << index
+        parts.append(bitmap.to_bytes(2, "little"))
+    if value is not None:
+        if value_hashed:
+            parts.append(value)
+        else:
+            parts.append(encode_compact(len(value)))
+            parts.append(value)
+    if children is not None:
+        for child in children:
+            if child is not None:
+                parts.append(b"\x80" if len(child) == HASH_LEN else bytes((len(child) << 2,)))
+                parts.append(child)
+    return b"".join(parts)
+
+
+def decode_node(data: bytes) -> Node | None:
+    """Decode one node; None for the empty node 0x00. Anything else invalid raises MalformedNodeError."""
+    size = len(data)
+    if size == 0:
+        raise MalformedNodeError(data, "a node cannot be zero bytes long")
+    first = data[0]
+    if first == 0:
+        if size != 1:
+            raise MalformedNodeError(data, "the empty node 0x00 is followed by trailing bytes", 1)
+        return None
+    top = first >> 6
+    value_hashed = False
+    if top == 1:
+        is_branch, has_value, most = False, True, 63
+    elif top == 2:
+        is_branch, has_value, most = True, False, 63
+    elif top == 3:
+        is_branch, has_value, most = True, True, 63
+    elif first & 0xE0 == 0x20:
+        is_branch, has_value, most, value_hashed = False, True, 31, True
+    elif first & 0xF0 == 0x10:
+        is_branch, has_value, most, value_hashed = True, True, 15, True
+    else:
+        raise MalformedNodeError(data, f"header byte 0x{first:02x} names no node kind")
+    count = first & most
+    pos = 1
+    if count == most:
+        while True:
+            if pos >= size:
+                raise MalformedNodeError(data, "the partial key length runs past the end", pos)
+            more = data[pos]
+            pos += 1
+            count += more
+            if more < 255:
+                break
+    end = pos + (count + 1) // 2
+    if end > size:
+        raise MalformedNodeError(data, f"a partial key of {count} nibbles runs past the end", pos)
+    partial = data[pos:end].hex()
+    if count & 1:
+        if partial[0] != "0":
+            raise MalformedNodeError(data, "the padding nibble of an odd partial key is not zero", pos)
+        partial = partial[1:]
+    pos = end
+    bitmap = 0
+    if is_branch:
+        if pos + 2 > size:
+            raise MalformedNodeError(data, "the child bitmap runs past the end", pos)
+        bitmap = data[pos] | data[pos + 1] << 8
+        if bitmap == 0:
+            raise MalformedNodeError(data, "a branch has a bitmap without a child", pos)
+        pos += 2
+    value: bytes | None = None
+    if has_value:
+        if value_hashed:
+            length = HASH_LEN
+        else:
+            length, pos = _compact(data, pos, "value length")
+        if pos + length > size:
+            raise MalformedNodeError(data, f"a value of {length} bytes runs past the end", pos)
+        value = data[pos : pos + length]
+        pos += length
+    children: tuple[bytes | None, ...] | None = None
+    if is_branch:
+        refs: list[bytes | None] = [None] * 16
+        for index in range(16):
+            if bitmap >> index & 1:
+                length, pos = _compact(data, pos, f"child {index} length")
+                if pos + length > size:
+                    raise MalformedNodeError(data, f"child {index} of {length} bytes runs past the end", pos)
+                if length == 0:
+                    raise MalformedNodeError(data, f"child {index} is an empty reference", pos)
+                refs[index] = data[pos : pos + length]
+                pos += length
+        children = tuple(refs)
+    if pos != size:
+        raise MalformedNodeError(data, f"{size - pos} trailing bytes follow the node", pos)
+    return Node(partial, value, value_hashed, children, bytes(data))
+
+
+def _compact(data: bytes, pos: int, what: str) -> tuple[int, int]:
+    try:
+        return decode_compact(data, pos)
+    except ScaleDecodeError as exc:
+        raise MalformedNodeError(data, f"the {what} is not a valid compact integer", pos) from exc

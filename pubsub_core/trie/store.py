@@ -1,0 +1,212 @@
+"""Node stores: where a Trie keeps its nodes between batches, addressed by nibble path.
+
+A node lives at the nibble path where it starts (its parent's path + partial key + child index), so the
+nodes on a key's path are found without hashes, a moved subtree keeps its descendants in place, and no
+reference counting is needed. Inline nodes (encoding under 32 bytes) live only inside their parent; the
+root always lives at the empty path. V1 value nodes live apart, keyed by their storage key.
+
+Every call may be a round trip (on Spark about 80 us), so the protocol is batch-shaped and counts calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from pubsub_core.codec.scale import ScaleReader, encode_compact
+from pubsub_core.trie.node import Node, decode_node
+from state.transaction import StateTransaction
+
+__all__ = ["MemoryNodeStore", "NodeStore", "StateNodeStore", "StoreStats"]
+
+
+@dataclass(slots=True)
+class StoreStats:
+    """Calls made to a node store and nodes moved: the cost model the benchmark reports per batch."""
+
+    fetch_calls: int = 0
+    value_calls: int = 0
+    write_calls: int = 0
+    nodes_fetched: int = 0
+    nodes_written: int = 0
+
+    @property
+    def calls(self) -> int:
+        return self.fetch_calls + self.value_calls + self.write_calls
+
+
+class NodeStore(Protocol):
+    """Trie nodes by nibble path plus V1 value nodes by storage key, read and written in batches."""
+
+    stats: StoreStats
+
+    @property
+    def batched(self) -> bool:
+        """True when calls are costly, so the trie should load a batch's paths level by level in few calls."""
+        ...
+
+    def fetch(self, paths: Collection[str]) -> dict[str, Node]:
+        """One call: the nodes stored at these paths (absent paths are left out)."""
+        ...
+
+    def fetch_values(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """One call: the value nodes of these storage keys (absent keys are left out)."""
+        ...
+
+    def write(self, nodes: Mapping[str, Node | None], values: Mapping[bytes, bytes | None]) -> None:
+        """One call: store or (None) remove nodes by path and value nodes by storage key."""
+        ...
+
+
+class MemoryNodeStore:
+    """Nodes in a dict, decoded: the default store, where a call costs a dict lookup."""
+
+    __slots__ = ("nodes", "stats", "values")
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.values: dict[bytes, bytes] = {}
+        self.stats = StoreStats()
+
+    @property
+    def batched(self) -> bool:
+        return False
+
+    def fetch(self, paths: Collection[str]) -> dict[str, Node]:
+        self.stats.fetch_calls += 1
+        nodes = self.nodes
+        found = {path: node for path in paths if (node := nodes.get(path)) is not None}
+        self.stats.nodes_fetched += len(found)
+        return found
+
+    def fetch_values(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        self.stats.value_calls += 1
+        values = self.values
+        return {key: value for key in keys if (value := values.get(key)) is not None}
+
+    def write(self, nodes: Mapping[str, Node | None], values: Mapping[bytes, bytes | None]) -> None:
+        self.stats.write_calls += 1
+        self.stats.nodes_written += len(nodes)
+        for path, node in nodes.items():
+            if node is None:
+                self.nodes.pop(path, None)
+            else:
+                self.nodes[path] = node
+        for key, value in values.items():
+            if value is None:
+                self.values.pop(key, None)
+            else:
+                self.values[key] = value
+
+
+def _encode_page(page: Mapping[str, bytes]) -> bytes:
+    parts = []
+    for rel in sorted(page):
+        encoded = page[rel]
+        parts.append(bytes((len(rel),)) + rel.encode() + encode_compact(len(encoded)) + encoded)
+    return b"".join(parts)
+
+
+def _decode_page(data: bytes) -> dict[str, bytes]:
+    reader = ScaleReader(data)
+    page: dict[str, bytes] = {}
+    while reader.remaining():
+        rel = reader.take(reader.u8()).decode()
+        page[rel] = reader.bytes_vec()
+    return page
+
+
+class StateNodeStore:
+    """Nodes grouped into pages over a StateTransaction, so a batch costs a few backend calls.
+
+    A page holds every node whose path length falls in one band of ``page_depth`` nibbles, under the same
+    path prefix: page "" holds the top ``page_depth`` levels (the nodes every update rewrites), page "3a"
+    the next band below 0x3a, and so on. Loading the pages on a batch's paths takes one call per band;
+    the transaction writes every changed page in its single commit call. Value nodes live in
+    ``<namespace>.values`` by storage key. Use one store per transaction.
+    """
+
+    __slots__ = ("_decoded", "_pages", "_txn", "namespace", "page_depth", "stats", "values_namespace")
+
+    def __init__(self, txn: StateTransaction, namespace: str, page_depth: int = 2) -> None:
+        if page_depth < 1:
+            raise ValueError(f"A page must span at least one nibble level, not {page_depth}.")
+        self._txn = txn
+        self.namespace = namespace
+        self.values_namespace = namespace + ".values"
+        self.page_depth = page_depth
+        self.stats = StoreStats()
+        self._pages: dict[str, dict[str, bytes]] = {}
+        self._decoded: dict[str, Node] = {}
+
+    @property
+    def batched(self) -> bool:
+        return True
+
+    def _page_id(self, path: str) -> str:
+        return path[: len(path) - len(path) % self.page_depth]
+
+    def _load_pages(self, page_ids: Collection[str]) -> None:
+        missing = [pid for pid in page_ids if pid not in self._pages]
+        if not missing:
+            return
+        namespace = self.namespace
+        self._txn.prefetch(namespace, [pid.encode() for pid in missing])
+        for pid in missing:
+            raw = self._txn.get(namespace, pid.encode())
+            self._pages[pid] = {} if raw is None else _decode_page(raw)
+
+    def fetch(self, paths: Collection[str]) -> dict[str, Node]:
+        self.stats.fetch_calls += 1
+        self._load_pages({self._page_id(path) for path in paths})
+        found: dict[str, Node] = {}
+        for path in paths:
+            node = self._decoded.get(path)
+            if node is None:
+                pid = self._page_id(path)
+                encoded = self._pages[pid].get(path[len(pid) :])
+                if encoded is None:
+                    continue
+                decoded = decode_node(encoded)
+                if decoded is None:
+                    continue
+                node = self._decoded[path] = decoded
+            found[path] = node
+        self.stats.nodes_fetched += len(found)
+        return found
+
+    def fetch_values(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        self.stats.value_calls += 1
+        namespace = self.values_namespace
+        self._txn.prefetch(namespace, keys)
+        return {key: value for key in keys if (value := self._txn.get(namespace, key)) is not None}
+
+    def write(self, nodes: Mapping[str, Node | None], values: Mapping[bytes, bytes | None]) -> None:
+        self.stats.write_calls += 1
+        self.stats.nodes_written += len(nodes)
+        self._load_pages({self._page_id(path) for path in nodes})
+        dirty: set[str] = set()
+        for path, node in nodes.items():
+            pid = self._page_id(path)
+            page = self._pages[pid]
+            rel = path[len(pid) :]
+            if node is None:
+                self._decoded.pop(path, None)
+                if page.pop(rel, None) is not None:
+                    dirty.add(pid)
+            else:
+                self._decoded[path] = node
+                page[rel] = node.encoded
+                dirty.add(pid)
+        for pid in dirty:
+            page = self._pages[pid]
+            if page:
+                self._txn.put(self.namespace, pid.encode(), _encode_page(page))
+            else:
+                self._txn.delete(self.namespace, pid.encode())
+        for key, value in values.items():
+            if value is None:
+                self._txn.delete(self.values_namespace, key)
+            else:
+                self._txn.put(self.values_namespace, key, value)
