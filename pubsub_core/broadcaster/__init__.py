@@ -1,0 +1,70 @@
+"""The relay chain's broadcaster pallet (RFC-0160): publishers, their deposits, limits, TTL and deletes."""
+
+from pubsub_core.broadcaster.balances import PUBLISHER_DEPOSIT, Balances
+from pubsub_core.broadcaster.config import BroadcasterConfig
+from pubsub_core.broadcaster.errors import (
+    AlreadyRegistered,
+    BalancesError,
+    BroadcasterError,
+    InsufficientBalance,
+    NoDataToCleanup,
+    NoKeysToDelete,
+    NotAuthorized,
+    NotRegistered,
+    TooManyKeys,
+    TooManyPublishers,
+    TotalStorageSizeExceeded,
+    ValueTooLarge,
+)
+from pubsub_core.broadcaster.events import (
+    BroadcasterEvent,
+    DataCleanedUp,
+    DataPublished,
+    KeyExpired,
+    KeysDeleted,
+    KeysForcedDeleted,
+    PublisherDeregistered,
+    PublisherRegistered,
+    decode_event,
+    event_from_json,
+)
+from pubsub_core.broadcaster.pallet import (
+    CHILD_NAMESPACE,
+    Broadcaster,
+    IdleResult,
+    child_data_key,
+    split_child_data_key,
+)
+
+__all__ = [
+    "AlreadyRegistered",
+    "Balances",
+    "BalancesError",
+    "Broadcaster",
+    "BroadcasterConfig",
+    "BroadcasterError",
+    "BroadcasterEvent",
+    "CHILD_NAMESPACE",
+    "DataCleanedUp",
+    "DataPublished",
+    "IdleResult",
+    "InsufficientBalance",
+    "KeyExpired",
+    "KeysDeleted",
+    "KeysForcedDeleted",
+    "NoDataToCleanup",
+    "NoKeysToDelete",
+    "NotAuthorized",
+    "NotRegistered",
+    "PUBLISHER_DEPOSIT",
+    "PublisherDeregistered",
+    "PublisherRegistered",
+    "TooManyKeys",
+    "TooManyPublishers",
+    "TotalStorageSizeExceeded",
+    "ValueTooLarge",
+    "child_data_key",
+    "decode_event",
+    "event_from_json",
+    "split_child_data_key",
+]

@@ -1,0 +1,413 @@
+"""The broadcaster pallet (relay chain): registration with deposits, publish with limits, TTL expiry, deletes.
+
+An explicit state machine over a ``StateTransaction``: every call runs inside ``txn.atomic()``, so it either
+applies fully and returns its events, or raises a typed ``BroadcasterError``/``BalancesError`` and leaves no
+write behind. Semantics follow the reference G3 pallet (reference §2) with the seed 002 spec where they
+differ, and without the reference bugs of §5.2 items 9 to 12 (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from hashlib import blake2b
+
+from state import StateTransaction
+
+from pubsub_core.broadcaster.balances import PUBLISHER_DEPOSIT, Balances
+from pubsub_core.broadcaster.config import BroadcasterConfig
+from pubsub_core.broadcaster.errors import (
+    AlreadyRegistered,
+    NoDataToCleanup,
+    NoKeysToDelete,
+    NotAuthorized,
+    NotRegistered,
+    TooManyKeys,
+    TooManyPublishers,
+    TotalStorageSizeExceeded,
+    ValueTooLarge,
+)
+from pubsub_core.broadcaster.events import (
+    BroadcasterEvent,
+    DataCleanedUp,
+    DataPublished,
+    KeyExpired,
+    KeysDeleted,
+    KeysForcedDeleted,
+    PublisherDeregistered,
+    PublisherRegistered,
+)
+from pubsub_core.codec.scale import ScaleReader, encode_compact, encode_u32
+from pubsub_core.codec.twox import twox64_concat
+from pubsub_core.codec.types import KEY_LEN, U32_MAX, PublishedEntry, PublisherInfo
+
+__all__ = [
+    "Broadcaster",
+    "CHILD_NAMESPACE",
+    "IdleResult",
+    "MANAGERS_NAMESPACE",
+    "child_data_key",
+    "split_child_data_key",
+    "ttl_storage_key",
+]
+
+CHILD_NAMESPACE = "pubsub.child"
+"""Every publisher's child-trie entries: key ``u32_le(para) ‖ key32``, value SCALE ``PublishedEntry``."""
+MANAGERS_NAMESPACE = "registrar.Managers"
+"""The para registrar's manager account per para (``u32_le(para)`` → 32 bytes), written at genesis."""
+
+_REGISTERED = "broadcaster.RegisteredPublishers"
+_EXISTS = "broadcaster.PublisherExists"
+_KEYS = "broadcaster.PublishedKeys"
+_SIZE = "broadcaster.TotalStorageSize"
+_TTL = "broadcaster.TtlData"
+_CURSOR = "broadcaster.TtlScanCursor"
+_COUNT = "broadcaster.PublisherCount"
+
+
+def _para(para_id: int) -> bytes:
+    return encode_u32(para_id)
+
+
+def child_data_key(para_id: int, key: bytes) -> bytes:
+    """The state key of a publisher's child-trie entry in ``CHILD_NAMESPACE``."""
+    return _para(para_id) + key
+
+
+def split_child_data_key(raw: bytes) -> tuple[int, bytes]:
+    """Inverse of ``child_data_key``: (para id, 32-byte key)."""
+    return int.from_bytes(raw[:4], "little"), raw[4:]
+
+
+def ttl_storage_key(para_id: int, key: bytes) -> bytes:
+    """``TtlData`` key suffix: ``Twox64Concat(para) ‖ Blake2_128Concat(key)``; the scan order of on_idle."""
+    return twox64_concat(_para(para_id)) + blake2b(key, digest_size=16).digest() + key
+
+
+def _split_ttl_key(raw: bytes) -> tuple[int, bytes]:
+    return int.from_bytes(raw[8:12], "little"), raw[28:]
+
+
+def _encode_keys(keys: Iterable[bytes]) -> bytes:
+    ordered = sorted(keys)
+    return encode_compact(len(ordered)) + b"".join(ordered)
+
+
+def _decode_keys(raw: bytes | None) -> set[bytes]:
+    if raw is None:
+        return set()
+    reader = ScaleReader(raw)
+    count = reader.compact()
+    keys = {reader.take(KEY_LEN) for _ in range(count)}
+    reader.finish()
+    return keys
+
+
+@dataclass(frozen=True)
+class IdleResult:
+    """What one on_idle run did: its events (KeyExpired, in scan order) and the weight it consumed."""
+
+    events: tuple[BroadcasterEvent, ...]
+    consumed_weight: int
+
+
+class Broadcaster:
+    """The pallet's calls, hooks and read helpers; stateless apart from its config."""
+
+    def __init__(self, config: BroadcasterConfig | None = None) -> None:
+        self.config = config or BroadcasterConfig()
+
+    # -- genesis ---------------------------------------------------------------------------------
+    @staticmethod
+    def set_para_manager(txn: StateTransaction, para_id: int, manager: bytes) -> None:
+        """Record the registrar's manager of a para (genesis); only it may register the para for publishing."""
+        txn.put(MANAGERS_NAMESPACE, _para(para_id), manager)
+
+    # -- reads -----------------------------------------------------------------------------------
+    @staticmethod
+    def publisher_info(txn: StateTransaction, para_id: int) -> PublisherInfo | None:
+        raw = txn.get(_REGISTERED, _para(para_id))
+        return None if raw is None else PublisherInfo.decode(raw)
+
+    @staticmethod
+    def publisher_exists(txn: StateTransaction, para_id: int) -> bool:
+        return txn.contains(_EXISTS, _para(para_id))
+
+    @staticmethod
+    def published_keys(txn: StateTransaction, para_id: int) -> list[bytes]:
+        return sorted(_decode_keys(txn.get(_KEYS, _para(para_id))))
+
+    @staticmethod
+    def total_storage_size(txn: StateTransaction, para_id: int) -> int:
+        raw = txn.get(_SIZE, _para(para_id))
+        return 0 if raw is None else int.from_bytes(raw, "little")
+
+    @staticmethod
+    def publisher_count(txn: StateTransaction) -> int:
+        raw = txn.get_value(_COUNT)
+        return 0 if raw is None else int.from_bytes(raw, "little")
+
+    @staticmethod
+    def published_entry(txn: StateTransaction, para_id: int, key: bytes) -> PublishedEntry | None:
+        raw = txn.get(CHILD_NAMESPACE, child_data_key(para_id, key))
+        return None if raw is None else PublishedEntry.decode(raw)
+
+    @staticmethod
+    def get_published_value(txn: StateTransaction, para_id: int, key: bytes) -> bytes | None:
+        entry = Broadcaster.published_entry(txn, para_id, key)
+        return None if entry is None else entry.value
+
+    @staticmethod
+    def get_all_published_data(txn: StateTransaction, para_id: int) -> list[tuple[bytes, bytes]]:
+        """(key, value) pairs of a publisher in key order."""
+        keys = Broadcaster.published_keys(txn, para_id)
+        txn.prefetch(CHILD_NAMESPACE, [child_data_key(para_id, key) for key in keys])
+        return [(key, Broadcaster.get_published_value(txn, para_id, key) or b"") for key in keys]
+
+    @staticmethod
+    def ttl_data(txn: StateTransaction, para_id: int, key: bytes) -> tuple[int, int] | None:
+        """``TtlData(para, key)`` = (ttl, when_inserted), present only for finite TTL."""
+        raw = txn.get(_TTL, ttl_storage_key(para_id, key))
+        if raw is None:
+            return None
+        return int.from_bytes(raw[:4], "little"), int.from_bytes(raw[4:8], "little")
+
+    @staticmethod
+    def ttl_cursor(txn: StateTransaction) -> tuple[int, bytes] | None:
+        """``TtlScanCursor``: the last (para, key) a partial on_idle scan visited."""
+        raw = txn.get_value(_CURSOR)
+        return None if raw is None else _split_ttl_key(raw)
+
+    # -- calls -----------------------------------------------------------------------------------
+    def register_publisher(self, txn: StateTransaction, who: bytes, para_id: int) -> list[BroadcasterEvent]:
+        """Signed: register ``para_id`` with ``who`` as manager, holding ``publisher_deposit`` from ``who``.
+
+        Unlike the reference (bug 11), only the para's registrar manager may register it.
+        """
+        with txn.atomic():
+            if self.publisher_info(txn, para_id) is not None:
+                raise AlreadyRegistered(para_id)
+            manager = txn.get(MANAGERS_NAMESPACE, _para(para_id))
+            if manager != who:
+                raise NotAuthorized(para_id, who, "only the para's registrar manager may register it")
+            return self._register(txn, who, self.config.publisher_deposit, para_id)
+
+    def force_register_publisher(
+        self, txn: StateTransaction, manager: bytes, deposit: int, para_id: int
+    ) -> list[BroadcasterEvent]:
+        """Root: register ``para_id`` for any ``manager`` with any ``deposit`` (0 holds nothing)."""
+        with txn.atomic():
+            if self.publisher_info(txn, para_id) is not None:
+                raise AlreadyRegistered(para_id)
+            return self._register(txn, manager, deposit, para_id)
+
+    def cleanup_published_data(self, txn: StateTransaction, who: bytes, para_id: int) -> list[BroadcasterEvent]:
+        """Signed by the manager: wipe every key of the publisher; the registration and deposit stay."""
+        with txn.atomic():
+            self._ensure_manager(txn, who, para_id)
+            if not self.publisher_exists(txn, para_id):
+                raise NoDataToCleanup(para_id)
+            return self._wipe(txn, para_id)
+
+    def deregister_publisher(self, txn: StateTransaction, who: bytes, para_id: int) -> list[BroadcasterEvent]:
+        """Signed by the manager: wipe the publisher's data, release the deposit, drop the registration."""
+        with txn.atomic():
+            info = self._ensure_manager(txn, who, para_id)
+            events = self._wipe(txn, para_id) if self.publisher_exists(txn, para_id) else []
+            return events + self._deregister(txn, para_id, info, slash=False)
+
+    def force_deregister_publisher(self, txn: StateTransaction, para_id: int) -> list[BroadcasterEvent]:
+        """Root: like deregistration; the deposit is slashed or returned per ``force_deregister_slashes``."""
+        with txn.atomic():
+            info = self.publisher_info(txn, para_id)
+            if info is None:
+                raise NotRegistered(para_id)
+            events = self._wipe(txn, para_id) if self.publisher_exists(txn, para_id) else []
+            return events + self._deregister(txn, para_id, info, slash=self.config.force_deregister_slashes)
+
+    def delete_keys(
+        self, txn: StateTransaction, who: bytes, para_id: int, keys: Sequence[bytes]
+    ) -> list[BroadcasterEvent]:
+        """Signed by the manager: delete the listed keys now; unknown and repeated keys are skipped."""
+        with txn.atomic():
+            self._ensure_manager(txn, who, para_id)
+            return [KeysDeleted(para_id, self._delete_keys(txn, para_id, keys))]
+
+    def force_delete_keys(self, txn: StateTransaction, para_id: int, keys: Sequence[bytes]) -> list[BroadcasterEvent]:
+        """Root: delete keys of a registered publisher or of an unregistered system para (bug 10 fixed)."""
+        with txn.atomic():
+            if self.publisher_info(txn, para_id) is None and not self.config.is_system_para(para_id):
+                raise NotRegistered(para_id)
+            return [KeysForcedDeleted(para_id, self._delete_keys(txn, para_id, keys))]
+
+    def publish_data(
+        self, txn: StateTransaction, para_id: int, key: bytes, value: bytes, ttl: int, now: int
+    ) -> list[BroadcasterEvent]:
+        """Store ``PublishedEntry{value, ttl, now}`` under ``key`` in the para's child trie (``Publish`` trait).
+
+        Checks in order: registered or system para (``NotRegistered``), value length (``ValueTooLarge``),
+        key count for a new key (``TooManyKeys``), total size (``TotalStorageSizeExceeded``), and for a
+        para that becomes a publisher without registration, ``MaxPublishers`` (``TooManyPublishers``).
+        """
+        if len(key) != KEY_LEN:
+            raise ValueError(f"published keys are {KEY_LEN} bytes, got {len(key)}")
+        cfg = self.config
+        with txn.atomic():
+            registered = self.publisher_info(txn, para_id) is not None
+            if not registered and not cfg.is_system_para(para_id):
+                raise NotRegistered(para_id)
+            if len(value) > cfg.max_value_length:
+                raise ValueTooLarge(para_id, len(value), cfg.max_value_length)
+            keys = _decode_keys(txn.get(_KEYS, _para(para_id)))
+            old = self.published_entry(txn, para_id, key) if key in keys else None
+            if old is None and len(keys) + 1 > cfg.max_stored_keys:
+                raise TooManyKeys(para_id, key, cfg.max_stored_keys)
+            old_size = 0 if old is None else KEY_LEN + len(old.value)
+            new_total = self.total_storage_size(txn, para_id) - old_size + KEY_LEN + len(value)
+            if new_total > cfg.max_total_storage_size:
+                raise TotalStorageSizeExceeded(para_id, new_total, cfg.max_total_storage_size)
+            was_counted = registered or self.publisher_exists(txn, para_id)
+            if not was_counted and self.publisher_count(txn) >= cfg.max_publishers:
+                raise TooManyPublishers(para_id, cfg.max_publishers)
+            txn.put(_EXISTS, _para(para_id), b"\x01")
+            txn.put(CHILD_NAMESPACE, child_data_key(para_id, key), PublishedEntry(value, ttl, now).encode())
+            keys.add(key)
+            txn.put(_KEYS, _para(para_id), _encode_keys(keys))
+            txn.put(_SIZE, _para(para_id), encode_u32(new_total))
+            if ttl == 0:
+                txn.delete(_TTL, ttl_storage_key(para_id, key))
+            else:
+                txn.put(_TTL, ttl_storage_key(para_id, key), encode_u32(ttl) + encode_u32(now))
+            if not was_counted:
+                self._add_count(txn, 1)
+            return [DataPublished(para_id, 1)]
+
+    # -- hooks -----------------------------------------------------------------------------------
+    def on_idle(self, txn: StateTransaction, now: int, remaining_weight: int) -> IdleResult:
+        """Delete expired keys (``now >= when_inserted + ttl``, saturating) in TtlData key order.
+
+        Scans at most ``max_ttl_scans_per_idle`` entries and only as many as ``remaining_weight`` pays for;
+        resumes strictly after ``TtlScanCursor``; at the end of the map it kills the cursor, so the next
+        run wraps to the beginning.
+        """
+        cfg = self.config
+        if remaining_weight < cfg.idle_base_weight:
+            return IdleResult((), 0)
+        with txn.atomic():
+            consumed = cfg.idle_base_weight
+            ordered = sorted(txn.items(_TTL).items())
+            cursor = txn.get_value(_CURSOR)
+            position = 0 if cursor is None else bisect_right([k for k, _ in ordered], cursor)
+            events: list[BroadcasterEvent] = []
+            last: bytes | None = None
+            scans = 0
+            while scans < cfg.max_ttl_scans_per_idle:
+                if consumed + cfg.idle_per_key_weight > remaining_weight:
+                    break
+                if position >= len(ordered):
+                    txn.set_value(_CURSOR, None)
+                    return IdleResult(tuple(events), consumed)
+                raw_key, raw_value = ordered[position]
+                position += 1
+                last = raw_key
+                consumed += cfg.idle_per_key_weight
+                scans += 1
+                ttl = int.from_bytes(raw_value[:4], "little")
+                when = int.from_bytes(raw_value[4:8], "little")
+                if now >= min(when + ttl, U32_MAX):
+                    para_id, key = _split_ttl_key(raw_key)
+                    self._remove_key(txn, para_id, key)
+                    events.append(KeyExpired(para_id, key))
+            if last is not None:
+                txn.set_value(_CURSOR, last)
+            return IdleResult(tuple(events), consumed)
+
+    def offboard(self, txn: StateTransaction, para_ids: Iterable[int]) -> list[BroadcasterEvent]:
+        """Session change (``OnNewSessionOutgoing``): wipe and deregister outgoing paras, in para id order.
+
+        Also wipes unregistered system paras, whose data the reference never cleans (bug 10).
+        """
+        events: list[BroadcasterEvent] = []
+        with txn.atomic():
+            for para_id in sorted(set(para_ids)):
+                if self.publisher_exists(txn, para_id):
+                    events += self._wipe(txn, para_id)
+                info = self.publisher_info(txn, para_id)
+                if info is not None:
+                    events += self._deregister(txn, para_id, info, slash=False)
+        return events
+
+    # -- internals -------------------------------------------------------------------------------
+    def _register(self, txn: StateTransaction, manager: bytes, deposit: int, para_id: int) -> list[BroadcasterEvent]:
+        counted = self.publisher_exists(txn, para_id)
+        if not counted and self.publisher_count(txn) >= self.config.max_publishers:
+            raise TooManyPublishers(para_id, self.config.max_publishers)
+        info = PublisherInfo(manager, deposit)
+        if deposit:
+            Balances.hold(txn, manager, PUBLISHER_DEPOSIT, deposit)
+        txn.put(_REGISTERED, _para(para_id), info.encode())
+        if not counted:
+            self._add_count(txn, 1)
+        return [PublisherRegistered(para_id, manager)]
+
+    def _ensure_manager(self, txn: StateTransaction, who: bytes, para_id: int) -> PublisherInfo:
+        info = self.publisher_info(txn, para_id)
+        if info is None:
+            raise NotRegistered(para_id)
+        if info.manager != who:
+            raise NotAuthorized(para_id, who, "the caller is not the publisher's manager")
+        return info
+
+    def _deregister(
+        self, txn: StateTransaction, para_id: int, info: PublisherInfo, slash: bool
+    ) -> list[BroadcasterEvent]:
+        if info.deposit:
+            if slash:
+                Balances.slash_held(txn, info.manager, PUBLISHER_DEPOSIT, info.deposit)
+            else:
+                Balances.release(txn, info.manager, PUBLISHER_DEPOSIT, info.deposit)
+        txn.delete(_REGISTERED, _para(para_id))
+        if not self.publisher_exists(txn, para_id):
+            self._add_count(txn, -1)
+        return [PublisherDeregistered(para_id)]
+
+    def _wipe(self, txn: StateTransaction, para_id: int) -> list[BroadcasterEvent]:
+        for key in _decode_keys(txn.get(_KEYS, _para(para_id))):
+            txn.delete(CHILD_NAMESPACE, child_data_key(para_id, key))
+            txn.delete(_TTL, ttl_storage_key(para_id, key))
+        self._clear_publisher(txn, para_id)
+        return [DataCleanedUp(para_id)]
+
+    def _clear_publisher(self, txn: StateTransaction, para_id: int) -> None:
+        """The last key is gone: drop the per-publisher records (bug 12: PublisherExists is cleared too)."""
+        for namespace in (_KEYS, _SIZE, _EXISTS):
+            txn.delete(namespace, _para(para_id))
+        if self.publisher_info(txn, para_id) is None:
+            self._add_count(txn, -1)
+
+    def _delete_keys(self, txn: StateTransaction, para_id: int, keys: Sequence[bytes]) -> int:
+        stored = _decode_keys(txn.get(_KEYS, _para(para_id)))
+        present = [key for key in dict.fromkeys(keys) if key in stored]
+        if not present:
+            raise NoKeysToDelete(para_id, tuple(keys))
+        for key in present:
+            self._remove_key(txn, para_id, key)
+        return len(present)
+
+    def _remove_key(self, txn: StateTransaction, para_id: int, key: bytes) -> None:
+        entry = self.published_entry(txn, para_id, key)
+        keys = _decode_keys(txn.get(_KEYS, _para(para_id)))
+        keys.discard(key)
+        txn.delete(CHILD_NAMESPACE, child_data_key(para_id, key))
+        txn.delete(_TTL, ttl_storage_key(para_id, key))
+        if not keys:
+            self._clear_publisher(txn, para_id)
+            return
+        freed = 0 if entry is None else KEY_LEN + len(entry.value)
+        txn.put(_KEYS, _para(para_id), _encode_keys(keys))
+        txn.put(_SIZE, _para(para_id), encode_u32(max(self.total_storage_size(txn, para_id) - freed, 0)))
+
+    @staticmethod
+    def _add_count(txn: StateTransaction, delta: int) -> None:
+        txn.set_value(_COUNT, encode_u32(Broadcaster.publisher_count(txn) + delta))
