@@ -1,0 +1,601 @@
+"""The one traversal behind both Prune (collator) and Verify (runtime): RelayProofExtender::process_proof.
+
+Both modes run this same code over the same subscriber state; they differ only in where relay nodes come
+from. Prune reads the collator's full relay view and records every node it reads (that record is the proof);
+Verify reads the proof and tracks accesses. Because the budget check happens before every read with the
+same rule, the collator includes exactly what the runtime will read, and in Verify any missing node is a
+node the budget could still pay for, that is, a cheating collator.
+
+Per block:
+1. read the cursor and the subscriptions, skip disabled publishers, detect subscription changes;
+2. order the work (system paras first, then a block-hash-seeded shuffle) and rotate to the cursor;
+3. per publisher, read its child root from the relay main trie; skip the publisher if it equals
+   PreviousPublishedDataRoots (change detection);
+4. per key not yet processed at that root, walk the new child trie along the key, comparing each next
+   node with the path recorded when the key was last processed: the first match proves the rest of the path
+   (and the value) unchanged, so the walk stops there (dual-trie traversal). Nodes come from this block's
+   reads, then CachedTrieNodes, then the relay proof. A value is read only when its entry hash differs from
+   the one last delivered;
+5. a publisher's root advances once all its keys were processed at that root; on budget exhaustion the
+   cursor records where to resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Protocol
+
+from pubsub_core.codec.scale import ScaleDecodeError, encode_u32
+from pubsub_core.codec.types import PublishedEntry, SubscribedKey, TtlState
+from pubsub_core.hashing import blake2_256
+from pubsub_core.subscriber import storage as st
+from pubsub_core.subscriber.budget import Budget
+from pubsub_core.subscriber.config import SubscriberConfig
+from pubsub_core.subscriber.errors import CheatingCollatorError, CheatingReason, SubscriptionError
+from pubsub_core.subscriber.meter import Weight, WeightMeter
+from pubsub_core.subscriber.ordering import WorkItem, rotate_to_cursor, work_items
+from pubsub_core.subscriber.storage import EntryDigest, KeyState, PathStep
+from pubsub_core.subscriber.types import (
+    EventKind,
+    PalletEvent,
+    PovRecord,
+    ProcessingResult,
+    Update,
+    UpdateKind,
+)
+from pubsub_core.trie.child import child_storage_key, prefixed_child_storage_key
+from pubsub_core.trie.errors import IncompleteProofError, MalformedNodeError
+from pubsub_core.trie.layout import HASH_LEN, V1
+from pubsub_core.trie.walker import PathStep as TriePathStep
+from pubsub_core.trie.walker import walk_path
+from state import StateTransaction
+
+__all__ = [
+    "BlockContext",
+    "DisableReason",
+    "EMPTY_ROOT",
+    "EngineResult",
+    "RelaySource",
+    "Subscriptions",
+    "child_storage_key",
+    "prefixed_child_storage_key",
+    "run_block",
+]
+
+EMPTY_ROOT = V1.empty_root
+"""Root of an empty (or absent) child trie: every key reads as absent."""
+
+_NO_ENTRY = bytes(32)
+
+
+class DisableReason(Enum):
+    """``DisableReason``: why a publisher is in DisabledPublishers (SCALE index as value)."""
+
+    TRIE_DEPTH_EXCEEDED = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Subscriptions:
+    """``SubscriptionHandler::subscriptions()``: (publisher, keys) pairs and the weight of computing them."""
+
+    entries: tuple[tuple[int, tuple[SubscribedKey, ...]], ...]
+    weight: Weight = field(default_factory=Weight)
+
+    @classmethod
+    def of(cls, mapping: Mapping[int, Sequence[SubscribedKey]], weight: Weight | None = None) -> Subscriptions:
+        return cls(tuple((para, tuple(keys)) for para, keys in mapping.items()), weight or Weight())
+
+    def merged(self) -> dict[int, list[bytes]]:
+        """Per publisher, its distinct keys ascending (several declarations of one publisher are merged)."""
+        merged: dict[int, set[bytes]] = {}
+        for para, keys in self.entries:
+            if not 0 <= para <= 0xFFFFFFFF:
+                raise SubscriptionError(para, "a para id is a u32")
+            merged.setdefault(para, set()).update(key.hash for key in keys)
+        return {para: sorted(keys) for para, keys in sorted(merged.items())}
+
+
+@dataclass(frozen=True, slots=True)
+class BlockContext:
+    """What both sides know about the block being built: who subscribes, the relay parent, and the budget."""
+
+    subscriber: int
+    relay_block_number: int
+    relay_block_hash: bytes
+    relay_root: bytes
+    budget: Budget
+
+
+class RelaySource(Protocol):
+    """Where relay nodes come from: the collator's relay view (Prune) or the proof (Verify)."""
+
+    def get(self, node_hash: bytes) -> bytes | None:
+        """The node (or value node) with this hash, None when absent."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """The traversal's outputs: result, deliveries and events in order, metering, and every relay node read."""
+
+    result: ProcessingResult
+    updates: tuple[Update, ...]
+    events: tuple[PalletEvent, ...]
+    pov: PovRecord
+    relay_nodes: dict[bytes, bytes]
+
+
+class _Exhausted(Exception):
+    """The meter cannot pay one more read: stop with Incomplete at the current work item."""
+
+
+class _DepthExceeded(Exception):
+    """A key's path needs more than MaxTrieDepth nodes."""
+
+
+class _Missing(Exception):
+    """The relay source lacks a node the traversal needs (always below the limit: the budget was checked)."""
+
+    def __init__(self, node_hash: bytes) -> None:
+        super().__init__(node_hash.hex())
+        self.node_hash = node_hash
+
+
+@dataclass
+class _Pending:
+    """A delivery or event waiting for the end of the block (dropped if its publisher gets disabled)."""
+
+    publisher: int
+    update: Update | None
+    event: tuple[EventKind, int, bytes | None, int | None, str | None] | None
+
+
+@dataclass
+class _Stats:
+    proof_bytes: int = 0
+    proof_nodes: int = 0
+    value_nodes: int = 0
+    cache_hits: int = 0
+    cache_read_bytes: int = 0
+    state_read_bytes: int = 0
+    keys_processed: int = 0
+    keys_unchanged: int = 0
+    publishers_unchanged: int = 0
+
+
+class _Run:
+    """One block's processing; holds the per-block read sets so each node or entry is paid for once."""
+
+    def __init__(
+        self,
+        txn: StateTransaction,
+        source: RelaySource,
+        ctx: BlockContext,
+        config: SubscriberConfig,
+        meter: WeightMeter,
+    ) -> None:
+        self.txn = txn
+        self.source = source
+        self.ctx = ctx
+        self.config = config
+        self.meter = meter
+        self.relay_nodes: dict[bytes, bytes] = {}
+        self.state_seen: set[tuple[str, bytes]] = set()
+        self.cache_seen: set[tuple[int, bytes]] = set()
+        self.pending: list[_Pending] = []
+        self.stats = _Stats()
+        self.current: WorkItem | None = None
+
+    # -- metered reads -----------------------------------------------------------------------
+    def _pay(self, size: int) -> None:
+        """Check that one more read of the largest node still fits, then pay for this read."""
+        if not self.meter.can_consume(self.config.min_step):
+            raise _Exhausted
+        self.meter.consume(self.config.db_read.saturating_add(Weight(0, size)))
+
+    def read_state(self, namespace: str, key: bytes) -> bytes | None:
+        """A subscriber storage read; its bytes join the PoV (parachain storage proof), once per block."""
+        if (namespace, key) not in self.state_seen:
+            value = self.txn.get(namespace, key)
+            self._pay(0 if value is None else len(value))
+            self.state_seen.add((namespace, key))
+            self.stats.state_read_bytes += 0 if value is None else len(value)
+            return value
+        return self.txn.get(namespace, key)
+
+    def relay_node(self, node_hash: bytes) -> bytes:
+        """A relay node: free if already read this block, else paid and taken from the source."""
+        found = self.relay_nodes.get(node_hash)
+        if found is not None:
+            return found
+        if node_hash == EMPTY_ROOT:
+            return b"\x00"
+        if not self.meter.can_consume(self.config.min_step):
+            raise _Exhausted
+        data = self.source.get(node_hash)
+        if data is None:
+            raise _Missing(node_hash)
+        self.meter.consume(self.config.db_read.saturating_add(Weight(0, len(data))))
+        self.relay_nodes[node_hash] = data
+        self.stats.proof_bytes += len(data)
+        self.stats.proof_nodes += 1
+        return data
+
+    def child_node(self, para: int, node_hash: bytes) -> bytes:
+        """A child-trie structure node: this block's reads first, then CachedTrieNodes, then the relay source."""
+        found = self.relay_nodes.get(node_hash)
+        if found is not None:
+            return found
+        if (para, node_hash) in self.cache_seen:
+            cached = self.txn.get(st.cache_ns(para), node_hash)
+            if cached is not None:
+                return cached
+        elif node_hash != EMPTY_ROOT:
+            cached = self.txn.get(st.cache_ns(para), node_hash)
+            self._pay(0 if cached is None else len(cached))
+            self.cache_seen.add((para, node_hash))
+            if cached is not None:
+                self.stats.cache_hits += 1
+                self.stats.cache_read_bytes += len(cached)
+                return cached
+        return self.relay_node(node_hash)
+
+    # -- the block ---------------------------------------------------------------------------
+    def run(self, subscriptions: Subscriptions) -> ProcessingResult:
+        cursor_raw = self.read_state(st.CURSOR, st.VALUE_KEY)
+        cursor = None if cursor_raw is None else st.decode_cursor(cursor_raw)
+        if subscriptions.weight.ref_time or subscriptions.weight.proof_size:
+            if not self.meter.can_consume(subscriptions.weight.saturating_add(self.config.min_step)):
+                return self._stop(cursor)
+            self.meter.consume(subscriptions.weight)
+        active: dict[int, list[bytes]] = {}
+        try:
+            for para, keys in subscriptions.merged().items():
+                if self.read_state(st.DISABLED, st.para_key(para)) is None:
+                    active[para] = keys
+            for para, keys in active.items():
+                self._detect_change(para, keys)
+        except _Exhausted:
+            return self._stop(cursor)
+        items = rotate_to_cursor(work_items(active, self.ctx.relay_block_hash, self.config), cursor)
+        roots: dict[int, bytes | None] = {}
+        done: dict[int, int] = {}
+        disabled: set[int] = set()
+        for para, key in items:
+            if para in disabled:
+                continue
+            self.current = (para, key)
+            try:
+                if para not in roots:
+                    roots[para] = self._changed_root(para)
+                new_root = roots[para]
+                if new_root is None:
+                    continue
+                self._process_key(para, key, new_root)
+                done[para] = done.get(para, 0) + 1
+            except _Exhausted:
+                self._advance_roots(active, roots, done, disabled)
+                return self._stop((para, key))
+            except _DepthExceeded:
+                disabled.add(para)
+                self._disable(para)
+        self._advance_roots(active, roots, done, disabled)
+        self.current = None
+        self.txn.set_value(st.CURSOR, None)
+        return ProcessingResult.COMPLETE
+
+    def _stop(self, cursor: WorkItem | None) -> ProcessingResult:
+        self.current = cursor
+        self.txn.set_value(st.CURSOR, None if cursor is None else st.encode_cursor(*cursor))
+        return ProcessingResult.INCOMPLETE
+
+    def _advance_roots(
+        self, active: Mapping[int, list[bytes]], roots: Mapping[int, bytes | None], done: Mapping[int, int],
+        disabled: set[int],
+    ) -> None:
+        """PreviousPublishedDataRoots advances only for publishers whose every key was processed at the root."""
+        for para, new_root in roots.items():
+            if new_root is not None and para not in disabled and done.get(para, 0) == len(active[para]):
+                self.txn.put(st.ROOTS, st.para_key(para), new_root)
+
+    def _detect_change(self, para: int, keys: list[bytes]) -> None:
+        """Compare the declared key set with the one last processed (by digest, 32 bytes per block).
+
+        Added keys only: forget the stored root so the publisher is processed even if unchanged.
+        A removed key: clear the publisher's cache and key states (seed 002, Subscription change clears cache).
+        """
+        digest = blake2_256(st.encode_keys(keys))
+        known = self.read_state(st.KNOWN, st.para_key(para))
+        if known == digest:
+            return
+        self.txn.put(st.KNOWN, st.para_key(para), digest)
+        if known is None and not self.txn.items(st.keys_ns(para)):
+            return
+        wanted = set(keys)
+        if any(key not in wanted for key in self.txn.items(st.keys_ns(para))):
+            clear_publisher_state(self.txn, para, keep_known=True)
+            self.pending.append(_Pending(para, None, (EventKind.PUBLISHER_CACHE_CLEARED, para, None, None, None)))
+        else:
+            self.txn.delete(st.ROOTS, st.para_key(para))
+
+    def _changed_root(self, para: int) -> bytes | None:
+        """The publisher's current child root, or None when it equals PreviousPublishedDataRoots (skip)."""
+        last: TriePathStep | None = None
+        key = prefixed_child_storage_key(para)
+        for last in walk_path(_RelayView(self), self.ctx.relay_root, key):
+            pass
+        new_root = EMPTY_ROOT
+        if last is not None and last.holds_key and last.node is not None and last.node.value is not None:
+            value = last.node.value
+            if last.node.value_hashed:
+                value = self.relay_node(value)
+            if len(value) != HASH_LEN:
+                raise CheatingCollatorError(
+                    CheatingReason.MALFORMED_NODE,
+                    f"the child root entry holds {len(value)} bytes, not 32",
+                    relay_root=self.ctx.relay_root,
+                    publisher=para,
+                )
+            new_root = value
+        previous = self.read_state(st.ROOTS, st.para_key(para))
+        if previous == new_root:
+            self.stats.publishers_unchanged += 1
+            return None
+        return new_root
+
+    def _process_key(self, para: int, key: bytes, new_root: bytes) -> None:
+        raw = self.read_state(st.keys_ns(para), key)
+        state = None if raw is None else KeyState.decode(raw)
+        if state is not None and state.root(EMPTY_ROOT) == new_root:
+            return
+        self.stats.keys_processed += 1
+        old_path = () if state is None else state.path
+        last_entry = None if state is None else state.entry
+        new_path: list[PathStep] = []
+        fetched: dict[bytes, bytes] = {}
+        holder = None
+        unchanged = False
+        if new_root != EMPTY_ROOT:
+            walk = walk_path(_ChildView(self, para), new_root, key, root=new_root)
+            for step in walk:
+                node_id = step.node_hash if step.node_hash is not None else blake2_256(step.encoded)
+                new_path.append(PathStep(node_id, step.depth, step.node_hash is None))
+                if step.node_hash is not None:
+                    fetched[node_id] = step.encoded
+                ref = step.next_ref
+                if step.ends_path or ref is None or step.node is None:
+                    holder = step if step.holds_key else None
+                    break
+                index = step.index + 1
+                next_offset = step.depth + len(step.node.partial) + 1
+                next_id = ref if len(ref) == HASH_LEN else blake2_256(ref)
+                if index < len(old_path) and old_path[index].node_hash == next_id and (
+                    old_path[index].offset == next_offset
+                ):
+                    new_path.extend(old_path[index:])
+                    unchanged = True
+                    break
+                if index >= self.config.max_trie_depth:
+                    raise _DepthExceeded
+        refs = self._read_refs(para, old_path, new_path)
+        entry = last_entry
+        if unchanged:
+            self.stats.keys_unchanged += 1
+        else:
+            entry = self._deliver(para, key, new_root, holder, last_entry)
+        self._update_cache(para, old_path, new_path, fetched, refs)
+        self.txn.put(st.keys_ns(para), key, KeyState(tuple(new_path), entry).encode())
+
+    def _deliver(
+        self, para: int, key: bytes, new_root: bytes, holder: TriePathStep | None, last: EntryDigest | None
+    ) -> EntryDigest | None:
+        """Compare the key's entry with the last delivered one; queue a SET or removal update if it changed."""
+        now = self.ctx.relay_block_number
+        node = None if holder is None else holder.node
+        if node is None or node.value is None:
+            if last is None:
+                return None
+            expired = last.ttl != 0 and now >= last.when_inserted + last.ttl
+            kind = UpdateKind.EXPIRED if expired else UpdateKind.DELETED
+            self._queue(para, key, new_root, kind, b"", TtlState.timed_out(), _NO_ENTRY)
+            return None
+        entry_hash = node.value if node.value_hashed else blake2_256(node.value)
+        if last is not None and last.entry_hash == entry_hash:
+            return last
+        raw = node.value
+        if node.value_hashed:
+            raw = self.relay_node(node.value)
+            self.stats.value_nodes += 1
+        try:
+            entry = PublishedEntry.decode(raw)
+        except (ScaleDecodeError, ValueError):
+            return EntryDigest(entry_hash, 0, 0)
+        ttl_state = TtlState.compute(entry.ttl, entry.when_inserted, now)
+        self._queue(para, key, new_root, UpdateKind.SET, entry.value, ttl_state, entry_hash)
+        return EntryDigest(entry_hash, entry.ttl, entry.when_inserted)
+
+    def _queue(
+        self, para: int, key: bytes, root: bytes, kind: UpdateKind, value: bytes, ttl: TtlState, entry_hash: bytes
+    ) -> None:
+        update = Update(
+            subscriber=self.ctx.subscriber,
+            relay_block_number=self.ctx.relay_block_number,
+            relay_block_hash=self.ctx.relay_block_hash,
+            seq=0,
+            publisher=para,
+            key=key,
+            kind=kind,
+            value=value,
+            ttl_state=ttl,
+            child_root=root,
+            entry_hash=entry_hash,
+        )
+        self.pending.append(_Pending(para, update, (EventKind.DATA_PROCESSED, para, key, len(value), None)))
+
+    def _read_refs(self, para: int, old: Sequence[PathStep], new: Sequence[PathStep]) -> dict[bytes, int]:
+        """Read (and pay for) the refcounts a path change touches, before anything is written."""
+        old_ids = {step.node_hash for step in old if not step.inline}
+        new_ids = {step.node_hash for step in new if not step.inline}
+        refs: dict[bytes, int] = {}
+        for node_hash in sorted(old_ids ^ new_ids):
+            raw = self.read_state(st.refs_ns(para), node_hash)
+            refs[node_hash] = 0 if raw is None else int.from_bytes(raw, "little")
+        return refs
+
+    def _update_cache(
+        self,
+        para: int,
+        old: Sequence[PathStep],
+        new: Sequence[PathStep],
+        bodies: Mapping[bytes, bytes],
+        refs: Mapping[bytes, int],
+    ) -> None:
+        """Reference-count the key's path nodes: a node is evicted only when no subscribed path uses it."""
+        old_ids = {step.node_hash for step in old if not step.inline}
+        new_ids = {step.node_hash for step in new if not step.inline}
+        for node_hash in sorted(old_ids - new_ids):
+            count = refs[node_hash]
+            if count <= 1:
+                self.txn.delete(st.refs_ns(para), node_hash)
+                self.txn.delete(st.cache_ns(para), node_hash)
+            else:
+                self.txn.put(st.refs_ns(para), node_hash, encode_u32(count - 1))
+        for node_hash in sorted(new_ids - old_ids):
+            count = refs[node_hash]
+            self.txn.put(st.refs_ns(para), node_hash, encode_u32(count + 1))
+            body = bodies.get(node_hash)
+            if count == 0 and body is not None and len(body) <= self.config.max_cached_node_size:
+                self.txn.put(st.cache_ns(para), node_hash, body)
+
+    def _disable(self, para: int) -> None:
+        """MaxTrieDepth exceeded: drop the publisher's deliveries of this block, forget its state, disable it."""
+        self.pending = [item for item in self.pending if item.publisher != para or item.update is None]
+        clear_publisher_state(self.txn, para, keep_known=False)
+        self.txn.put(st.DISABLED, st.para_key(para), bytes((DisableReason.TRIE_DEPTH_EXCEEDED.value,)))
+        self.pending.append(
+            _Pending(para, None, (EventKind.PUBLISHER_DISABLED, para, None, None, "TrieDepthExceeded"))
+        )
+
+    def finish(self, result: ProcessingResult) -> tuple[tuple[Update, ...], tuple[PalletEvent, ...], PovRecord]:
+        """Number the deliveries and events in order and build the PoV record."""
+        updates: list[Update] = []
+        events: list[PalletEvent] = []
+        for item in self.pending:
+            if item.update is not None:
+                updates.append(_with_seq(item.update, len(updates)))
+            if item.event is not None:
+                kind, publisher, key, size, reason = item.event
+                events.append(
+                    PalletEvent(self.ctx.subscriber, self.ctx.relay_block_number, len(events), kind, publisher,
+                                key, size, reason)
+                )
+        consumed = self.meter.consumed
+        cursor = self.current if result is ProcessingResult.INCOMPLETE else None
+        pov = PovRecord(
+            subscriber=self.ctx.subscriber,
+            relay_block_number=self.ctx.relay_block_number,
+            relay_block_hash=self.ctx.relay_block_hash,
+            budget=self.ctx.budget,
+            result=result,
+            proof_bytes=self.stats.proof_bytes,
+            proof_nodes=self.stats.proof_nodes,
+            value_nodes=self.stats.value_nodes,
+            cache_hits=self.stats.cache_hits,
+            cache_read_bytes=self.stats.cache_read_bytes,
+            state_read_bytes=self.stats.state_read_bytes,
+            consumed_ref_time=consumed.ref_time,
+            consumed_proof_size=consumed.proof_size,
+            keys_processed=self.stats.keys_processed,
+            keys_unchanged=self.stats.keys_unchanged,
+            publishers_unchanged=self.stats.publishers_unchanged,
+            deliveries=len(updates),
+            cursor_publisher=None if cursor is None else cursor[0],
+            cursor_key=None if cursor is None else cursor[1],
+        )
+        return tuple(updates), tuple(events), pov
+
+
+def _with_seq(update: Update, seq: int) -> Update:
+    return replace(update, seq=seq)
+
+
+class _RelayView:
+    """The walker's node source for the relay main trie: metered reads through the run."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+
+    def get(self, node_hash: bytes) -> bytes | None:
+        return self.run.relay_node(node_hash)
+
+
+class _ChildView:
+    """The walker's node source for one publisher's child trie: this block's reads, the cache, the relay."""
+
+    __slots__ = ("para", "run")
+
+    def __init__(self, run: _Run, para: int) -> None:
+        self.run = run
+        self.para = para
+
+    def get(self, node_hash: bytes) -> bytes | None:
+        return self.run.child_node(self.para, node_hash)
+
+
+def clear_publisher_state(txn: StateTransaction, para: int, *, keep_known: bool) -> int:
+    """Remove a publisher's cached nodes, refcounts, key states and stored root; return how many entries went."""
+    removed = 0
+    for namespace in (st.cache_ns(para), st.refs_ns(para), st.keys_ns(para)):
+        for key in sorted(txn.items(namespace)):
+            txn.delete(namespace, key)
+            removed += 1
+    if txn.get(st.ROOTS, st.para_key(para)) is not None:
+        txn.delete(st.ROOTS, st.para_key(para))
+        removed += 1
+    if not keep_known and txn.get(st.KNOWN, st.para_key(para)) is not None:
+        txn.delete(st.KNOWN, st.para_key(para))
+    return removed
+
+
+def run_block(
+    txn: StateTransaction,
+    source: RelaySource,
+    ctx: BlockContext,
+    subscriptions: Subscriptions,
+    config: SubscriberConfig,
+) -> EngineResult:
+    """Run one block's pub-sub proof processing over ``txn`` reading relay nodes from ``source``.
+
+    Raises CheatingCollatorError (MissingNodeBelowLimit) when ``source`` lacks a node, MalformedNode when a
+    node does not decode. The caller decides what to keep: Prune discards the writes, Verify commits them.
+    """
+    meter = WeightMeter(config.budget_weight(ctx.budget.pubsub))
+    run = _Run(txn, source, ctx, config, meter)
+    try:
+        result = run.run(subscriptions)
+    except _Missing as exc:
+        para, key = run.current if run.current is not None else (None, None)
+        raise CheatingCollatorError(
+            CheatingReason.MISSING_NODE_BELOW_LIMIT,
+            f"node 0x{exc.node_hash.hex()} is missing although {meter.remaining().proof_size} bytes of budget remain",
+            relay_root=ctx.relay_root,
+            node_hashes=(exc.node_hash,),
+            publisher=para,
+            key=key,
+        ) from None
+    except (MalformedNodeError, IncompleteProofError) as exc:
+        para, key = run.current if run.current is not None else (None, None)
+        raise CheatingCollatorError(
+            CheatingReason.MALFORMED_NODE,
+            str(exc),
+            relay_root=ctx.relay_root,
+            publisher=para,
+            key=key,
+        ) from exc
+    updates, events, pov = run.finish(result)
+    return EngineResult(result, updates, events, pov, run.relay_nodes)
+

@@ -1,0 +1,147 @@
+"""Storage layout of the subscriber pallet over a StateTransaction (namespaced bytes -> bytes).
+
+| namespace | key | value |
+|---|---|---|
+| ``subscriber.roots`` | u32 para | PreviousPublishedDataRoots: child root every subscribed key was processed at |
+| ``subscriber.disabled`` | u32 para | DisabledPublishers: DisableReason (0 = TrieDepthExceeded) |
+| ``subscriber.cursor`` | (value) | RelayProofProcessingCursor: u32 para ‖ 32-byte key |
+| ``subscriber.known`` | u32 para | the key set last processed for the publisher (change detection) |
+| ``subscriber.declared`` | u32 para | subscriptions declared by ``set_subscriptions`` (the stored handler) |
+| ``subscriber.keys.<para>`` | key | KeyState: path at the root the key was processed at, and its last entry |
+| ``subscriber.cache.<para>`` | node hash | CachedTrieNodes: encoded structure node (never a value node) |
+| ``subscriber.refs.<para>`` | node hash | u32: how many subscribed keys' paths use the cached node |
+
+Para ids are u32 big-endian in keys so that scans sort numerically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pubsub_core.codec.scale import ScaleReader, encode_compact, encode_u32
+from state import VALUE_KEY
+
+__all__ = [
+    "CURSOR",
+    "DECLARED",
+    "DISABLED",
+    "EntryDigest",
+    "KNOWN",
+    "KeyState",
+    "PathStep",
+    "ROOTS",
+    "VALUE_KEY",
+    "cache_ns",
+    "decode_cursor",
+    "decode_keys",
+    "encode_cursor",
+    "encode_keys",
+    "keys_ns",
+    "para_key",
+    "refs_ns",
+]
+
+ROOTS = "subscriber.roots"
+DISABLED = "subscriber.disabled"
+CURSOR = "subscriber.cursor"
+KNOWN = "subscriber.known"
+DECLARED = "subscriber.declared"
+
+
+def keys_ns(para: int) -> str:
+    return f"subscriber.keys.{para}"
+
+
+def cache_ns(para: int) -> str:
+    return f"subscriber.cache.{para}"
+
+
+def refs_ns(para: int) -> str:
+    return f"subscriber.refs.{para}"
+
+
+def para_key(para: int) -> bytes:
+    return para.to_bytes(4, "big")
+
+
+def encode_cursor(para: int, key: bytes) -> bytes:
+    return encode_u32(para) + key
+
+
+def decode_cursor(data: bytes) -> tuple[int, bytes]:
+    reader = ScaleReader(data)
+    para = reader.u32()
+    key = reader.take(32)
+    reader.finish()
+    return para, key
+
+
+def encode_keys(keys: list[bytes]) -> bytes:
+    """A sorted key set: compact(n) ‖ n × 32 bytes."""
+    return encode_compact(len(keys)) + b"".join(keys)
+
+
+def decode_keys(data: bytes) -> list[bytes]:
+    reader = ScaleReader(data)
+    count = reader.compact()
+    keys = [reader.take(32) for _ in range(count)]
+    reader.finish()
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class PathStep:
+    """One node on a key's lookup path: its hash, the nibble offset it starts at, and whether it is inline."""
+
+    node_hash: bytes
+    offset: int
+    inline: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDigest:
+    """What the subscriber last delivered for a key: Blake2-256 of the SCALE PublishedEntry and its TTL fields."""
+
+    entry_hash: bytes
+    ttl: int
+    when_inserted: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyState:
+    """Per subscribed key: its lookup path at the child root it was last processed at (the path's first node;
+    an empty path means the empty trie), and the last delivered entry (None: absent or never delivered)."""
+
+    path: tuple[PathStep, ...]
+    entry: EntryDigest | None
+
+    def root(self, empty_root: bytes) -> bytes:
+        """The child root this key was processed at."""
+        return self.path[0].node_hash if self.path else empty_root
+
+    def encode(self) -> bytes:
+        """compact(n) ‖ n × (hash ‖ u8 offset·2+inline) ‖ option(entry hash ‖ u32 ttl ‖ u32 when_inserted)."""
+        out = bytearray(encode_compact(len(self.path)))
+        for step in self.path:
+            out += step.node_hash + bytes((step.offset << 1 | (1 if step.inline else 0),))
+        if self.entry is None:
+            out.append(0)
+        else:
+            out.append(1)
+            out += self.entry.entry_hash + encode_u32(self.entry.ttl) + encode_u32(self.entry.when_inserted)
+        return bytes(out)
+
+    @classmethod
+    def decode(cls, data: bytes) -> KeyState:
+        reader = ScaleReader(data)
+        count = reader.compact()
+        path = []
+        for _ in range(count):
+            node_hash = reader.take(32)
+            packed = reader.u8()
+            path.append(PathStep(node_hash, packed >> 1, bool(packed & 1)))
+        entry = None
+        if reader.u8() == 1:
+            entry = EntryDigest(reader.take(32), reader.u32(), reader.u32())
+        reader.finish()
+        return cls(tuple(path), entry)
