@@ -54,9 +54,14 @@ class XcmDecodeError(XcmError):
 
     def __init__(self, message: str, data: bytes, offset: int) -> None:
         super().__init__(f"undecodable XCM: {message} (at offset {offset} of {len(data)} bytes)")
-        self.reason = message
+        self.message = message
         self.data = data
         self.offset = offset
+
+    @property
+    def reason_code(self) -> str:
+        """Undecodable input is ``Malformed`` (an admission reason)."""
+        return "Malformed"
 
 
 class BarrierRejected(XcmError):
@@ -71,6 +76,10 @@ class BarrierRejected(XcmError):
         super().__init__(f"no barrier allowed the message ({detail})")
         self.errors = errors
         self.error = errors[0][1]
+
+    @property
+    def reason_code(self) -> str:
+        return self.error.value
 
 
 class ExecutionError(XcmError):
@@ -89,8 +98,9 @@ class ExecutionError(XcmError):
         self.detail = detail
 
     @property
-    def reason(self) -> str:
-        """The most specific name: the pallet error's class name when one caused it, else the XCM code."""
+    def reason_code(self) -> str:
+        """The most specific name: the pallet error's code when one caused it, else the XCM error code."""
         if self.cause is not None:
-            return getattr(self.cause, "code", type(self.cause).__name__)
+            code = getattr(self.cause, "code", None)
+            return code if isinstance(code, str) else type(self.cause).__name__
         return self.code.value

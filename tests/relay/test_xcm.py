@@ -222,7 +222,7 @@ def test_executor_maps_pallet_error_and_keeps_it() -> None:
     executor, _, txn = free_and_paid_executor()
     outcome = executor.execute(txn, Location.parachain(3000), publishes(1), now=1)  # type: ignore[arg-type]
     assert outcome.error is not None and outcome.error.code is XcmErrorCode.PUBLISH_FAILED
-    assert isinstance(outcome.error.cause, NotRegistered) and outcome.error.reason == "NotRegistered"
+    assert isinstance(outcome.error.cause, NotRegistered) and outcome.error.reason_code == "NotRegistered"
 
 
 def test_executor_incomplete_keeps_earlier_instructions() -> None:

@@ -1,0 +1,37 @@
+"""Signed envelopes for everything entering from Kafka, and their admission (seed 004, mapped to our edge)."""
+
+from pubsub_core.envelope.admission import (
+    Admission,
+    AdmissionConfig,
+    AdmissionResult,
+    RateCounter,
+    Reason,
+    Validator,
+    Verdict,
+    error_reason,
+)
+from pubsub_core.envelope.envelope import SIGNING_DOMAIN, Envelope, Signer, Topic, verify_signature
+from pubsub_core.envelope.errors import EnvelopeDecodeError, EnvelopeError, InvalidOrigin
+from pubsub_core.envelope.keys import KeyRegistry, Origin, OriginKind
+
+__all__ = [
+    "Admission",
+    "AdmissionConfig",
+    "AdmissionResult",
+    "Envelope",
+    "EnvelopeDecodeError",
+    "EnvelopeError",
+    "InvalidOrigin",
+    "KeyRegistry",
+    "Origin",
+    "OriginKind",
+    "RateCounter",
+    "Reason",
+    "SIGNING_DOMAIN",
+    "Signer",
+    "Topic",
+    "Validator",
+    "Verdict",
+    "error_reason",
+    "verify_signature",
+]

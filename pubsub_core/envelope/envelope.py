@@ -1,0 +1,136 @@
+"""Signed envelopes: seed 004's PubSub message ``{From, SeqNo, Topic, Data, Signature}`` at our Kafka edge.
+
+Wire form (SCALE): ``from[32] ‖ seqno u64 ‖ realm str ‖ stream str ‖ origin str ‖ data Vec<u8> ‖ signature[64]``,
+the seed's field order. The signature is ed25519 (RFC 8032) by ``from`` over ``SIGNING_DOMAIN`` followed by
+every field before the signature, so an envelope cannot be replayed into another realm, stream or origin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from Crypto.Signature import eddsa
+
+from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_u64
+from pubsub_core.envelope.errors import EnvelopeDecodeError
+
+__all__ = ["Envelope", "SIGNING_DOMAIN", "Signer", "Topic", "verify_signature"]
+
+SIGNING_DOMAIN = b"rfc0160/envelope/v1"
+MAX_TOPIC_PART = 256
+"""Realm, stream and origin names are short; longer ones are malformed rather than merely large."""
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    """Where an envelope belongs: the realm (relay chain), the stream (Kafka topic suffix) and the origin
+    (the Kafka key: a para id, ``root``, ``para:<id>`` or an account in hex)."""
+
+    realm: str
+    stream: str
+    origin: str
+
+    def encode(self) -> bytes:
+        return b"".join(encode_bytes(part.encode()) for part in (self.realm, self.stream, self.origin))
+
+    def to_json(self) -> dict[str, str]:
+        return {"realm": self.realm, "stream": self.stream, "origin": self.origin}
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A signed message from ``sender`` (a 32-byte ed25519 public key), numbered ``seqno`` per sender."""
+
+    sender: bytes
+    seqno: int
+    topic: Topic
+    data: bytes
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        if len(self.sender) != 32 or len(self.signature) != 64 or not 0 <= self.seqno < 1 << 64:
+            raise ValueError("an envelope needs a 32-byte sender, a u64 seqno and a 64-byte signature")
+
+    def signing_payload(self) -> bytes:
+        """The bytes the signature covers."""
+        return SIGNING_DOMAIN + self.sender + encode_u64(self.seqno) + self.topic.encode() + encode_bytes(self.data)
+
+    def encode(self) -> bytes:
+        """The wire form (what a Kafka record's value holds)."""
+        return self.signing_payload()[len(SIGNING_DOMAIN) :] + self.signature
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Envelope:
+        """Parse the wire form, whole; raise ``EnvelopeDecodeError`` on anything else."""
+        reader = ScaleReader(raw)
+        try:
+            sender = reader.take(32)
+            seqno = reader.u64()
+            parts = [reader.bytes_vec(MAX_TOPIC_PART).decode("utf-8") for _ in range(3)]
+            data = reader.bytes_vec()
+            signature = reader.take(64)
+            reader.finish()
+        except (ScaleDecodeError, UnicodeDecodeError) as exc:
+            raise EnvelopeDecodeError(str(exc), raw, reader.offset) from exc
+        return cls(sender, seqno, Topic(*parts), data, signature)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "from": "0x" + self.sender.hex(),
+            "seqno": self.seqno,
+            "topic": self.topic.to_json(),
+            "data": "0x" + self.data.hex(),
+            "signature": "0x" + self.signature.hex(),
+        }
+
+    @classmethod
+    def from_json(cls, body: dict[str, object]) -> Envelope:
+        """Inverse of ``to_json``; raise ``EnvelopeDecodeError`` on a malformed object."""
+        try:
+            topic = body["topic"]
+            if not isinstance(topic, dict):
+                raise TypeError("topic is not an object")
+            return cls(
+                _hex(body["from"]),
+                int(str(body["seqno"])),
+                Topic(str(topic["realm"]), str(topic["stream"]), str(topic["origin"])),
+                _hex(body["data"]),
+                _hex(body["signature"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EnvelopeDecodeError(f"bad JSON envelope: {exc}", repr(body).encode(), 0) from exc
+
+
+def _hex(value: object) -> bytes:
+    text = str(value)
+    if not text.startswith("0x"):
+        raise ValueError(f"expected 0x-prefixed hex, got {text[:20]!r}")
+    return bytes.fromhex(text[2:])
+
+
+def verify_signature(envelope: Envelope) -> bool:
+    """Whether ``signature`` is ``sender``'s ed25519 signature of the signing payload (never raises)."""
+    try:
+        key = eddsa.import_public_key(envelope.sender)
+        eddsa.new(key, "rfc8032").verify(envelope.signing_payload(), envelope.signature)
+    except ValueError:
+        return False
+    return True
+
+
+class Signer:
+    """An ed25519 key from a 32-byte seed (tests and producers use fixed seeds), signing envelopes."""
+
+    def __init__(self, seed: bytes) -> None:
+        if len(seed) != 32:
+            raise ValueError(f"an ed25519 seed is 32 bytes, got {len(seed)}")
+        self._key = eddsa.import_private_key(seed)
+        self.public_key: bytes = self._key.public_key().export_key(format="raw")
+
+    def __repr__(self) -> str:
+        return f"Signer(public_key=0x{self.public_key.hex()})"
+
+    def sign(self, topic: Topic, seqno: int, data: bytes) -> Envelope:
+        unsigned = Envelope(self.public_key, seqno, topic, data, bytes(64))
+        signature = eddsa.new(self._key, "rfc8032").sign(unsigned.signing_payload())
+        return Envelope(self.public_key, seqno, topic, data, signature)

@@ -1,0 +1,182 @@
+"""Envelopes and admission: each check in seed 004's order, and fuzzing that always ends in a typed outcome."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from pubsub_core.envelope import (
+    Admission,
+    AdmissionConfig,
+    Envelope,
+    EnvelopeDecodeError,
+    KeyRegistry,
+    Origin,
+    RateCounter,
+    Signer,
+    Topic,
+    Verdict,
+)
+from pubsub_core.errors import PubSubError
+from tests.relay.helpers import fresh_txn
+
+COLLATOR = Signer(bytes([7]) * 32)
+STRANGER = Signer(bytes([8]) * 32)
+ALICE_KEY = Signer(bytes([9]) * 32)
+ROOT_KEY = Signer(bytes([10]) * 32)
+REGISTRY = KeyRegistry(
+    para_keys={2000: frozenset({COLLATOR.public_key})},
+    accounts=frozenset({ALICE_KEY.public_key}),
+    root_keys=frozenset({ROOT_KEY.public_key}),
+)
+UPWARD = Topic("polkadot", "upward", "2000")
+REASONS = {"Malformed", "BadSignature", "NotMember", "Duplicate", "MessageTooLarge", "RateLimited"}
+
+
+def accept_all(envelope: Envelope, origin: Origin) -> None:
+    return None
+
+
+class Refusal(PubSubError):
+    code = "BadFormat"
+
+
+def refuse(envelope: Envelope, origin: Origin) -> None:
+    raise Refusal("custom validation refused")
+
+
+def admit(raw: bytes, admission: Admission | None = None, stream: str = "upward", origin: str = "2000",
+          rate: RateCounter | None = None, txn: object = None) -> tuple[Verdict, str | None]:
+    result = (admission or Admission(REGISTRY)).admit(
+        txn or fresh_txn(), stream, origin, raw, rate or RateCounter(), accept_all  # type: ignore[arg-type]
+    )
+    return result.verdict, result.reason
+
+
+def test_envelope_wire_form_follows_the_seed_field_order() -> None:
+    envelope = COLLATOR.sign(UPWARD, 5, b"\x05\x00")
+    raw = envelope.encode()
+    assert raw[:32] == COLLATOR.public_key and raw[32:40] == (5).to_bytes(8, "little")
+    assert raw[-64:] == envelope.signature
+    assert Envelope.decode(raw) == envelope
+    assert Envelope.from_json(envelope.to_json()) == envelope
+
+
+def test_signing_is_deterministic() -> None:
+    assert COLLATOR.sign(UPWARD, 1, b"x") == Signer(bytes([7]) * 32).sign(UPWARD, 1, b"x")
+
+
+def test_accepts_a_member_envelope() -> None:
+    assert admit(COLLATOR.sign(UPWARD, 1, b"x").encode()) == (Verdict.ACCEPT, None)
+
+
+def test_rejects_bad_signature() -> None:
+    envelope = COLLATOR.sign(UPWARD, 1, b"x")
+    forged = Envelope(envelope.sender, 1, UPWARD, b"y", envelope.signature)
+    assert admit(forged.encode()) == (Verdict.REJECT, "BadSignature")
+
+
+def test_rejects_non_member_and_wrong_topic() -> None:
+    assert admit(STRANGER.sign(UPWARD, 1, b"x").encode()) == (Verdict.REJECT, "NotMember")
+    other_para = COLLATOR.sign(Topic("polkadot", "upward", "2001"), 1, b"x").encode()
+    assert admit(other_para, origin="2001") == (Verdict.REJECT, "NotMember")
+    assert admit(COLLATOR.sign(UPWARD, 1, b"x").encode(), origin="2001") == (Verdict.REJECT, "NotMember")
+    kusama = COLLATOR.sign(Topic("kusama", "upward", "2000"), 1, b"x").encode()
+    assert admit(kusama) == (Verdict.REJECT, "NotMember")
+
+
+def test_account_and_root_membership() -> None:
+    account = ALICE_KEY.public_key.hex()
+    signed = ALICE_KEY.sign(Topic("polkadot", "extrinsics", account), 1, b"c").encode()
+    assert admit(signed, stream="extrinsics", origin=account) == (Verdict.ACCEPT, None)
+    root = ROOT_KEY.sign(Topic("polkadot", "extrinsics", "root"), 1, b"c").encode()
+    assert admit(root, stream="extrinsics", origin="root") == (Verdict.ACCEPT, None)
+    fake_root = ALICE_KEY.sign(Topic("polkadot", "extrinsics", "root"), 1, b"c").encode()
+    assert admit(fake_root, stream="extrinsics", origin="root") == (Verdict.REJECT, "NotMember")
+
+
+def test_ignores_duplicates_and_replays() -> None:
+    txn = fresh_txn()
+    first = COLLATOR.sign(UPWARD, 2, b"x").encode()
+    assert admit(first, txn=txn) == (Verdict.ACCEPT, None)
+    assert admit(first, txn=txn) == (Verdict.IGNORE, "Duplicate")
+    assert admit(COLLATOR.sign(UPWARD, 1, b"older").encode(), txn=txn) == (Verdict.IGNORE, "Duplicate")
+    assert admit(COLLATOR.sign(UPWARD, 3, b"newer").encode(), txn=txn) == (Verdict.ACCEPT, None)
+
+
+def test_rejects_oversized_messages() -> None:
+    fits = COLLATOR.sign(UPWARD, 1, bytes(100)).encode()
+    admission = Admission(REGISTRY, AdmissionConfig(max_message_size=len(fits)))
+    assert admit(fits, admission) == (Verdict.ACCEPT, None)
+    assert admit(COLLATOR.sign(UPWARD, 2, bytes(101)).encode(), admission) == (Verdict.REJECT, "MessageTooLarge")
+
+
+def test_rate_limit_counts_per_block_and_origin() -> None:
+    admission = Admission(REGISTRY, AdmissionConfig(max_messages_per_block=2))
+    txn, rate = fresh_txn(), RateCounter()
+    verdicts = [admit(COLLATOR.sign(UPWARD, n, b"x").encode(), admission, rate=rate, txn=txn) for n in (1, 2, 3)]
+    assert verdicts == [(Verdict.ACCEPT, None), (Verdict.ACCEPT, None), (Verdict.REJECT, "RateLimited")]
+    assert admit(COLLATOR.sign(UPWARD, 4, b"x").encode(), admission, rate=RateCounter(), txn=txn)[0] is Verdict.ACCEPT
+
+
+def test_custom_validation_runs_last_and_its_error_is_the_reason() -> None:
+    result = Admission(REGISTRY).admit(fresh_txn(), "upward", "2000", COLLATOR.sign(UPWARD, 1, b"x").encode(),
+                                       RateCounter(), refuse)
+    assert (result.verdict, result.reason) == (Verdict.REJECT, "BadFormat")
+
+
+def test_check_order_signature_before_membership_before_duplicate() -> None:
+    txn = fresh_txn()
+    stranger_forged = STRANGER.sign(UPWARD, 1, b"x")
+    broken = Envelope(stranger_forged.sender, 1, UPWARD, b"z", stranger_forged.signature).encode()
+    assert admit(broken, txn=txn)[1] == "BadSignature"
+    assert admit(stranger_forged.encode(), txn=txn)[1] == "NotMember"
+    assert admit(stranger_forged.encode(), txn=txn)[1] == "NotMember"
+
+
+def test_malformed_origin_and_json() -> None:
+    assert admit(COLLATOR.sign(UPWARD, 1, b"x").encode(), origin="02000") == (Verdict.REJECT, "Malformed")
+    with pytest.raises(EnvelopeDecodeError):
+        Envelope.from_json({"from": "zz"})
+
+
+GOOD = COLLATOR.sign(UPWARD, 9, b"\x05\x04" + bytes(40)).encode()
+
+
+@given(st.binary(max_size=400))
+@example(b"")
+@example(GOOD[:-1])
+def test_random_bytes_end_in_a_typed_rejection(raw: bytes) -> None:
+    verdict, reason = admit(raw)
+    assert verdict is Verdict.REJECT and reason in REASONS
+
+
+@given(st.integers(0, len(GOOD) - 1))
+def test_truncation_ends_in_a_typed_rejection(cut: int) -> None:
+    assert admit(GOOD[:cut]) == (Verdict.REJECT, "Malformed")
+
+
+@given(st.integers(0, len(GOOD) * 8 - 1))
+def test_bit_flips_end_in_a_typed_rejection(bit: int) -> None:
+    flipped = bytearray(GOOD)
+    flipped[bit // 8] ^= 1 << (bit % 8)
+    verdict, reason = admit(bytes(flipped))
+    assert verdict is Verdict.REJECT and reason in {"Malformed", "BadSignature", "NotMember"}
+
+
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=8))
+def test_replays_are_ignored_exactly_once_admitted(seqnos: list[int]) -> None:
+    txn = fresh_txn()
+    best = 0
+    for seqno in seqnos:
+        verdict, reason = admit(COLLATOR.sign(UPWARD, seqno, b"m").encode(), txn=txn)
+        if seqno > best:
+            assert verdict is Verdict.ACCEPT
+            best = seqno
+        else:
+            assert (verdict, reason) == (Verdict.IGNORE, "Duplicate")
+
+
+def test_key_registry_json_round_trip() -> None:
+    assert KeyRegistry.from_json(REGISTRY.to_json()) == REGISTRY
