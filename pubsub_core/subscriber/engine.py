@@ -244,7 +244,10 @@ class _Run:
 
     # -- the block ---------------------------------------------------------------------------
     def run(self, subscriptions: Subscriptions) -> ProcessingResult:
-        cursor_raw = self.read_state(st.CURSOR, st.VALUE_KEY)
+        try:
+            cursor_raw = self.read_state(st.CURSOR, st.VALUE_KEY)
+        except _Exhausted:
+            return ProcessingResult.INCOMPLETE
         cursor = None if cursor_raw is None else st.decode_cursor(cursor_raw)
         if subscriptions.weight.ref_time or subscriptions.weight.proof_size:
             if not self.meter.can_consume(subscriptions.weight.saturating_add(self.config.min_step)):

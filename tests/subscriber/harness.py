@@ -19,7 +19,7 @@ from pubsub_core.subscriber import (
     pubsub_budget,
 )
 from pubsub_core.subscriber.engine import EngineResult
-from pubsub_core.trie import ProofDB, RelayTries
+from pubsub_core.trie import ProofDB, RelayTries, walk_path
 from state import MemoryBackend, StateTransaction
 
 SUBSCRIBER = 4000
@@ -94,3 +94,15 @@ class Harness:
 
 def subs_of(mapping: Mapping[int, Sequence[bytes]]) -> Subscriptions:
     return Subscriptions.of({para: [SubscribedKey(k) for k in keys] for para, keys in mapping.items()})
+
+
+def path_nodes(h: Harness, para: int, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+    """Hash -> node of every hashed structure node on the paths to ``keys`` in the current child trie."""
+    child = h.relay.child(para)
+    db = ProofDB(child.prove(list(keys)))
+    found: dict[bytes, bytes] = {}
+    for k in keys:
+        for step in walk_path(db, child.root, k):
+            if step.node_hash is not None:
+                found[step.node_hash] = step.encoded
+    return found

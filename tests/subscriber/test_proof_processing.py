@@ -1,0 +1,74 @@
+"""Seed 002, Requirement: Proof Processing (the depth case is in test_trie_depth_limit)."""
+
+from __future__ import annotations
+
+from pubsub_core.hashing import blake2_256
+from pubsub_core.subscriber import ProcessingResult, SubscriberConfig, cached_nodes
+
+from tests.subscriber.harness import Harness, entry, key, path_nodes, subs_of
+
+
+def test_unchanged_child_tries_skipped() -> None:
+    h = Harness()
+    h.publish(1000, {key(f"k{i}"): entry(b"v%d" % i) for i in range(50)})
+    h.publish(2000, {key("X"): entry(b"x")})
+    subs = subs_of({1000: [key(f"k{i}") for i in range(10)], 2000: [key("X")]})
+    h.block(subs)
+    h.publish(2000, {key("X"): entry(b"x2")})
+    outcome = h.block(subs)
+    assert outcome.pov.publishers_unchanged == 1
+    assert outcome.pov.cache_hits == 0
+    proof = set(h.proofs[-1].nodes)
+    assert not proof & set(h.relay.child(1000).prove([key(f"k{i}") for i in range(50)]))
+    assert [u.publisher for u in outcome.updates] == [2000]
+
+
+def test_cached_nodes_read_from_storage() -> None:
+    h = Harness()
+    h.publish(1000, {key(n): entry(n.encode() * 40) for n in "ABCDEFGHIJ"})
+    h.block(subs_of({1000: [key("A")]}))
+    cached = cached_nodes(h.txn(), 1000)
+    # B is added while the root is unchanged: its walk starts at the cached root node.
+    outcome = h.block(subs_of({1000: [key("A"), key("B")]}))
+    assert outcome.pov.cache_hits >= 1
+    assert outcome.pov.cache_read_bytes == sum(
+        len(cached[h_]) for h_ in cached if h_ in path_nodes(h, 1000, [key("B")])
+    )
+    proof = {blake2_256(n) for n in h.proofs[-1].nodes}
+    assert not proof & set(cached), "cached nodes are left out of the proof"
+    assert proof & set(path_nodes(h, 1000, [key("B")])), "only the new nodes come from the proof"
+
+
+def test_unsubscribed_key_paths_not_accessed() -> None:
+    h = Harness()
+    h.publish(1000, {key(n): entry(n.encode() * 40) for n in "ABCDE"})
+    h.block(subs_of({1000: [key("A"), key("B")]}))
+    proof = set(h.proofs[-1].nodes)
+    assert proof <= set(h.full_proof({1000: [key("A"), key("B")]}))
+    only_cde = set(h.relay.child(1000).prove([key("C"), key("D"), key("E")])) - set(
+        h.relay.child(1000).prove([key("A"), key("B")])
+    )
+    assert only_cde and not proof & only_cde
+
+
+def test_budget_limit_enforced_with_combined_tracking() -> None:
+    h = Harness(config=SubscriberConfig(pov_percent=100))
+    keys = sorted(key(f"k{i}") for i in range(400))
+    h.publish(1000, {k: entry(k * 20) for k in keys})
+    subs = subs_of({1000: keys})
+    h.block(subs, max_pov=10_000_000)
+    h.publish(1000, {k: entry(k * 21) for k in keys[::2]})
+    budget = 60_000
+    outcome = h.block(subs, max_pov=budget)
+    assert outcome.result is ProcessingResult.INCOMPLETE
+    assert outcome.pov.state_read_bytes > 0, "subscriber storage reads count against the budget too"
+    assert outcome.pov.consumed_proof_size <= budget
+    assert outcome.pov.consumed_proof_size == (
+        outcome.pov.proof_bytes + outcome.pov.cache_read_bytes + outcome.pov.state_read_bytes
+    )
+    assert outcome.pov.cursor_publisher == 1000 and outcome.pov.cursor_key is not None
+    # Resumes at the cursor and finishes; every changed key is delivered exactly once over the two blocks.
+    rest = h.block(subs, max_pov=10_000_000)
+    assert rest.result is ProcessingResult.COMPLETE
+    delivered = [u.key for u in outcome.updates + rest.updates]
+    assert sorted(delivered) == sorted(keys[::2])
