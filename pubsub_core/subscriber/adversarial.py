@@ -2,7 +2,7 @@
 
 | mode | what the collator does | rejected as |
 |---|---|---|
-| OMIT_BELOW_LIMIT | drops a node the traversal needs although the budget could pay for it | MissingNodeBelowLimit |
+| OMIT_BELOW_LIMIT | drops the largest non-root node although the budget could pay for it | MissingNodeBelowLimit |
 | EXTRANEOUS | adds a node nothing reads | ExtraneousNode |
 | DUPLICATE | lists a node twice | DuplicateNode |
 | TAMPER_VALUE | flips a byte of a value (value node, or the leaf holding an inline value) | MissingNodeBelowLimit |
@@ -52,7 +52,7 @@ def _is_value_carrier(node: bytes) -> bool:
 
 def corrupt(mode: AdversaryMode, honest: RelayProof, older: RelayProof | None = None) -> RelayProof | None:
     """The dishonest proof for ``mode``, or None when ``honest`` gives that mode nothing to work on
-    (an empty proof, or for REPLAY no older proof with different nodes)."""
+    (an empty proof; for TAMPER_VALUE a proof of the root node alone; for REPLAY no older proof of another root)."""
     nodes = list(honest.nodes)
     if mode is AdversaryMode.REPLAY:
         if older is None or older.relay_root == honest.relay_root or not older.nodes:
@@ -62,12 +62,14 @@ def corrupt(mode: AdversaryMode, honest: RelayProof, older: RelayProof | None = 
         return replace(honest, nodes=tuple(sorted(nodes + [b"\x41\x00extraneous" + bytes(honest.relay_root[:4])])))
     if not nodes:
         return None
+    root_free = [i for i, node in enumerate(nodes) if blake2_256(node) != honest.relay_root] or list(range(len(nodes)))
     if mode is AdversaryMode.OMIT_BELOW_LIMIT:
-        largest = max(range(len(nodes)), key=lambda i: (len(nodes[i]), nodes[i]))
+        largest = max(root_free, key=lambda i: (len(nodes[i]), nodes[i]))
         return replace(honest, nodes=tuple(nodes[:largest] + nodes[largest + 1 :]))
     if mode is AdversaryMode.DUPLICATE:
         return replace(honest, nodes=tuple(sorted(nodes + [nodes[0]])))
-    root_free = [i for i, node in enumerate(nodes) if blake2_256(node) != honest.relay_root] or list(range(len(nodes)))
+    if all(blake2_256(node) == honest.relay_root for node in nodes):
+        return None
     carriers = [i for i in root_free if _is_value_carrier(nodes[i])] or root_free
     index = carriers[-1]
     tampered = bytearray(nodes[index])
