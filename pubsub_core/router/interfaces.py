@@ -59,6 +59,10 @@ class DispatchResult:
     success: bool = True
     error: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.weight_used < 0:
+            raise ValueError(f"a dispatch cannot use negative weight, got {self.weight_used}")
+
 
 Dispatcher = Callable[[int, bytes], DispatchResult]
 """Executes one upward message with the given para as origin (the relay chain's XCM executor)."""

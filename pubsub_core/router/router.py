@@ -8,6 +8,7 @@ executor), ``queue_downward_message`` for DMP, the three HRMP entry points for s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from pubsub_core.router import dmp, hrmp, session, ump
@@ -23,6 +24,7 @@ from pubsub_core.router.events import (
 )
 from pubsub_core.router.interfaces import DepositLedger, Dispatcher, ParaRegistry
 from pubsub_core.router.records import CandidateCommitments, HrmpChannelId
+from pubsub_core.router.storage import RouterStorage
 from state import StateTransaction
 
 __all__ = ["Router", "check_candidate", "enact_candidate"]
@@ -59,6 +61,20 @@ class Router:
     def with_config(self, config: RouterConfig) -> Router:
         """The same Router under a new config (for example the one of a new session)."""
         return replace(self, config=config)
+
+    def prefetch(self, txn: StateTransaction, paras: Iterable[int]) -> None:
+        """Load what a block touches for ``paras`` (their items, then their channels) in a few backend calls."""
+        storage = RouterStorage(txn)
+        storage.prefetch_paras(paras)
+        channels = [
+            channel
+            for para in sorted(set(paras))
+            for channel in (
+                *(HrmpChannelId(para, recipient) for recipient in storage.egress_index(para)),
+                *(HrmpChannelId(sender, para) for sender in storage.ingress_index(para)),
+            )
+        ]
+        storage.prefetch_channels(channels)
 
     # -- candidates ---------------------------------------------------------------------------------
     def accept_candidate(

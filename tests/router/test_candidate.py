@@ -6,6 +6,7 @@ import pytest
 
 from pubsub_core.router import CandidateCommitments, HrmpChannelId, OutboundHrmpMessage, RouterStorage, check_invariants
 from pubsub_core.router.errors import HrmpChannelNotFound, HrmpWatermarkWithoutDigest
+from state import MemoryBackend, StateTransaction
 from tests.router.helpers import SMALL, fund, make_router, new_txn, open_channel
 
 A, B = 1000, 1001
@@ -46,3 +47,23 @@ def test_accept_candidate_checks_the_watermark_against_the_relay_parent() -> Non
     txn = new_txn()
     with pytest.raises(HrmpWatermarkWithoutDigest):
         router.accept_candidate(txn, A, CandidateCommitments(hrmp_watermark=1), relay_parent=2, now=3)
+
+
+def test_prefetch_loads_a_block_s_paras_and_channels_in_one_call_per_namespace() -> None:
+    router, _, ledger, _ = make_router()
+    backend = MemoryBackend()
+    txn = StateTransaction(backend)
+    fund(txn, ledger, A, B)
+    open_channel(router, txn, A, B)
+    router.queue_downward_message(txn, B, b"d", 1)
+    txn.commit()
+    txn = StateTransaction(backend)
+    router.prefetch(txn, [A, B])
+    calls = backend.stats.read_calls
+    commitments = CandidateCommitments(
+        upward_messages=(b"u",), horizontal_messages=(OutboundHrmpMessage(B, b"h"),), hrmp_watermark=1
+    )
+    router.accept_candidate(txn, A, commitments, relay_parent=1, now=2)
+    router.accept_candidate(txn, B, CandidateCommitments(processed_downward_messages=1, hrmp_watermark=1), relay_parent=1, now=2)
+    assert backend.stats.read_calls == calls
+    assert check_invariants(txn, SMALL) == []
