@@ -72,7 +72,29 @@ class Node:
         partial: str, value: bytes | None, value_hashed: bool, children: tuple[bytes | None, ...] | None
     ) -> Node:
         """Build a node and its encoding in one step (the only way new nodes are created)."""
-        return Node(partial, value, value_hashed, children, encode_node(partial, value, value_hashed, children))
+        return _new_node(partial, value, value_hashed, children, encode_node(partial, value, value_hashed, children))
+
+
+# The trie creates a node per changed position per batch: building frozen nodes through their slot
+# descriptors costs a third of the generated frozen __init__ (which goes through object.__setattr__).
+_allocate = object.__new__
+_set_partial = vars(Node)["partial"].__set__
+_set_value = vars(Node)["value"].__set__
+_set_value_hashed = vars(Node)["value_hashed"].__set__
+_set_children = vars(Node)["children"].__set__
+_set_encoded = vars(Node)["encoded"].__set__
+
+
+def _new_node(
+    partial: str, value: bytes | None, value_hashed: bool, children: tuple[bytes | None, ...] | None, encoded: bytes
+) -> Node:
+    node: Node = _allocate(Node)
+    _set_partial(node, partial)
+    _set_value(node, value)
+    _set_value_hashed(node, value_hashed)
+    _set_children(node, children)
+    _set_encoded(node, encoded)
+    return node
 
 
 def encode_header(kind: NodeKind, nibble_count: int) -> bytes:
@@ -93,6 +115,10 @@ def encode_partial(partial: str) -> bytes:
     return bytes.fromhex("0" + partial if len(partial) & 1 else partial)
 
 
+_REF_PREFIX = [bytes((length << 2,)) for length in range(HASH_LEN)] + [b"\x80"]
+"""Compact length prefix of a child reference, by reference length (inline < 32 bytes, or a 32-byte hash)."""
+
+
 def encode_node(
     partial: str, value: bytes | None, value_hashed: bool, children: Sequence[bytes | None] | None
 ) -> bytes:
@@ -108,22 +134,26 @@ def encode_node(
         header = _header(0xC0, 63, count)
     parts = [header, bytes.fromhex("0" + partial if count & 1 else partial)]
     if children is not None:
-        bitmap = 0
-        for index, child in enumerate(children):
-            if child is not None:
-                bitmap |= 1 << index
-        parts.append(bitmap.to_bytes(2, "little"))
+        parts.append(b"")  # the bitmap, once the children are known
     if value is not None:
         if value_hashed:
             parts.append(value)
         else:
-            parts.append(encode_compact(len(value)))
+            size = len(value)
+            parts.append(bytes((size << 2,)) if size < 64 else encode_compact(size))
             parts.append(value)
     if children is not None:
+        bitmap = 0
+        bit = 1
+        prefix = _REF_PREFIX
         for child in children:
             if child is not None:
-                parts.append(b"\x80" if len(child) == HASH_LEN else bytes((len(child) << 2,)))
+                bitmap |= bit
+                size = len(child)
+                parts.append(prefix[size] if size <= HASH_LEN else encode_compact(size))
                 parts.append(child)
+            bit <<= 1
+        parts[2] = bitmap.to_bytes(2, "little")
     return b"".join(parts)
 
 
@@ -204,7 +234,7 @@ def decode_node(data: bytes) -> Node | None:
         children = tuple(refs)
     if pos != size:
         raise MalformedNodeError(data, f"{size - pos} trailing bytes follow the node", pos)
-    return Node(partial, value, value_hashed, children, bytes(data))
+    return _new_node(partial, value, value_hashed, children, bytes(data))
 
 
 def _compact(data: bytes, pos: int, what: str) -> tuple[int, int]:

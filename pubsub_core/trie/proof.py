@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from pubsub_core.hashing import blake2_256
 from pubsub_core.trie.errors import DuplicateNodeError, IncompleteProofError, InvalidChildRootError, ValueMismatchError
 from pubsub_core.trie.layout import HASH_LEN
+from pubsub_core.trie.node import EMPTY_NODE, decode_node
 from pubsub_core.trie.recorder import AccessTracker
 from pubsub_core.trie.walker import NodeSource, walk_path
 
@@ -18,6 +19,7 @@ __all__ = [
     "LayeredSource",
     "ProofDB",
     "lookup",
+    "next_key",
     "nodes_on_paths",
     "proof_size",
     "prove_from_source",
@@ -27,6 +29,7 @@ __all__ = [
 ]
 
 _CHILD_PREFIX = b":child_storage:default:"
+_EMPTY_ROOT = blake2_256(EMPTY_NODE)
 
 
 class ProofDB:
@@ -167,3 +170,63 @@ def nodes_on_paths(source: NodeSource, root: bytes, keys: Collection[bytes]) -> 
 def prove_from_source(source: NodeSource, root: bytes, keys: Collection[bytes]) -> list[bytes]:
     """The minimal proof of ``keys`` from hash-addressed nodes, sorted as a StorageProof."""
     return sorted(nodes_on_paths(source, root, keys).values())
+
+
+def next_key(
+    source: NodeSource, root: bytes, key_before: bytes, *, or_equal: bool = False, prefix: bytes = b""
+) -> bytes | None:
+    """The first key after ``key_before`` (or equal to it, with ``or_equal``) that starts with ``prefix``.
+
+    None when the nodes prove there is none; IncompleteProofError when a node needed to decide is missing
+    (smoldot's proof_decode next_key, storage keys only).
+    """
+    target = key_before.hex()
+    wanted = prefix.hex()
+    found = _next_from(source, root, root, True, "", target, or_equal, wanted, key_before)
+    return None if found is None else bytes.fromhex(found)
+
+
+def _next_from(
+    source: NodeSource,
+    root: bytes,
+    ref: bytes,
+    by_hash: bool,
+    path: str,
+    target: str,
+    or_equal: bool,
+    wanted: str,
+    key: bytes,
+) -> str | None:
+    # Every key below a node starts with its path: skip subtrees wholly before the target or off-prefix
+    # before fetching them (a proof need not hold them).
+    if path < target[: len(path)] or not (path.startswith(wanted) or wanted.startswith(path)):
+        return None
+    if by_hash:
+        encoded = source.get(ref)
+        if encoded is None:
+            if ref != _EMPTY_ROOT:
+                raise IncompleteProofError(ref, root, key)
+            encoded = EMPTY_NODE
+    else:
+        encoded = ref
+    node = decode_node(encoded)
+    if node is None:
+        return None
+    full = path + node.partial
+    if full < target[: len(full)]:
+        return None
+    if not (full.startswith(wanted) or wanted.startswith(full)):
+        return None
+    if node.value is not None and not len(full) & 1 and full.startswith(wanted):
+        if full > target or (or_equal and full == target):
+            return full
+    if node.children is None:
+        return None
+    for index, child in enumerate(node.children):
+        if child is not None:
+            found = _next_from(
+                source, root, child, len(child) == HASH_LEN, full + "0123456789abcdef"[index], target, or_equal, wanted, key
+            )
+            if found is not None:
+                return found
+    return None

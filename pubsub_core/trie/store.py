@@ -50,6 +50,10 @@ class NodeStore(Protocol):
         """One call: the nodes stored at these paths (absent paths are left out)."""
         ...
 
+    def get(self, path: str) -> Node | None:
+        """One call: the node stored at one path, or None."""
+        ...
+
     def fetch_values(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
         """One call: the value nodes of these storage keys (absent keys are left out)."""
         ...
@@ -79,6 +83,13 @@ class MemoryNodeStore:
         found = {path: node for path in paths if (node := nodes.get(path)) is not None}
         self.stats.nodes_fetched += len(found)
         return found
+
+    def get(self, path: str) -> Node | None:
+        self.stats.fetch_calls += 1
+        node = self.nodes.get(path)
+        if node is not None:
+            self.stats.nodes_fetched += 1
+        return node
 
     def fetch_values(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
         self.stats.value_calls += 1
@@ -175,6 +186,9 @@ class StateNodeStore:
             found[path] = node
         self.stats.nodes_fetched += len(found)
         return found
+
+    def get(self, path: str) -> Node | None:
+        return self.fetch((path,)).get(path)
 
     def fetch_values(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
         self.stats.value_calls += 1

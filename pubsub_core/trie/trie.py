@@ -36,7 +36,7 @@ class Trie:
     def __init__(self, store: NodeStore | None = None, layout: Layout = V1) -> None:
         self.store: NodeStore = MemoryNodeStore() if store is None else store
         self.layout = layout
-        self._root_node = self.store.fetch([""]).get("")
+        self._root_node = self.store.get("")
         self._root_hash = layout.hasher(self._root_node.encoded) if self._root_node else layout.empty_root
 
     @property
@@ -224,7 +224,7 @@ class _Reader:
             else:
                 found = self.nodes.get(path)
                 if found is None:
-                    found = self.trie.store.fetch([path]).get(path)
+                    found = self.trie.store.get(path)
                     if found is None:
                         raise MissingNodeError(ref, self.trie.root, key)
                     self.nodes[path] = found
@@ -322,7 +322,7 @@ class _Batch:
             return node
         node = self.loaded.get(path)
         if node is None:
-            node = self.store.fetch([path]).get(path)
+            node = self.store.get(path)
             if node is None:
                 raise MissingNodeError(ref, self.root, None, what=f"trie node at nibble path '{path}'")
             self.loaded[path] = node
