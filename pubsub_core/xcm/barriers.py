@@ -82,8 +82,11 @@ class OnlyParachains:
 class Barrier(Protocol):
     """``ShouldExecute``: raise ``Refused`` unless the message may run; ``free`` says no fees are needed."""
 
-    name: str
-    free: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def free(self) -> bool: ...
 
     def should_execute(self, origin: Location, message: Xcm, max_weight: Weight) -> None: ...
 

@@ -1,0 +1,68 @@
+"""The relay block state machine: applies one relay block (header plus included records) deterministically."""
+
+from pubsub_core.relay.calls import BROADCASTER, ROUTER, SUBSCRIBER, BroadcasterCall, CallKind, RelayCallError
+from pubsub_core.relay.machine import (
+    BadOrigin,
+    BlockOrderError,
+    Genesis,
+    ManifestMismatch,
+    RelayConfig,
+    RelayError,
+    RelayMachine,
+)
+from pubsub_core.relay.records import (
+    BlockHeader,
+    BlockResult,
+    BlockSeal,
+    EventRecord,
+    ForwardedCall,
+    InputRecord,
+    MessageExecuted,
+    RecordOutcome,
+    RelayBlock,
+    Status,
+    canonical_json,
+    event_record,
+)
+from pubsub_core.relay.router import (
+    DirectRouter,
+    DispatchReport,
+    MessageRouter,
+    RouterUnavailable,
+    SessionChange,
+    UpwardDispatch,
+)
+
+__all__ = [
+    "BROADCASTER",
+    "BadOrigin",
+    "BlockHeader",
+    "BlockOrderError",
+    "BlockResult",
+    "BlockSeal",
+    "BroadcasterCall",
+    "CallKind",
+    "DirectRouter",
+    "DispatchReport",
+    "EventRecord",
+    "ForwardedCall",
+    "Genesis",
+    "InputRecord",
+    "ManifestMismatch",
+    "MessageExecuted",
+    "MessageRouter",
+    "ROUTER",
+    "RecordOutcome",
+    "RelayBlock",
+    "RelayCallError",
+    "RelayConfig",
+    "RelayError",
+    "RelayMachine",
+    "RouterUnavailable",
+    "SUBSCRIBER",
+    "SessionChange",
+    "Status",
+    "UpwardDispatch",
+    "canonical_json",
+    "event_record",
+]

@@ -1,0 +1,312 @@
+"""The relay stage's input and output records, as frozen dataclasses with a documented JSON form.
+
+The simulator and the Spark job carry exactly these on Kafka topics (docs/relay.md). Bytes are ``0x``-prefixed
+lowercase hex in JSON; ``to_json`` returns plain dicts and ``canonical_json`` gives the byte-stable text
+(sorted keys, no spaces) that outputs are compared and emitted with.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields, is_dataclass
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "BlockHeader",
+    "BlockResult",
+    "BlockSeal",
+    "EventRecord",
+    "ForwardedCall",
+    "InputRecord",
+    "MessageExecuted",
+    "RecordOutcome",
+    "RelayBlock",
+    "Status",
+    "canonical_json",
+    "event_record",
+]
+
+
+def canonical_json(body: object) -> str:
+    """The byte-stable JSON text of a record body."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _hex(data: bytes) -> str:
+    return "0x" + data.hex()
+
+
+def _unhex(text: object) -> bytes:
+    value = str(text)
+    if not value.startswith("0x"):
+        raise ValueError(f"expected 0x-prefixed hex, got {value[:20]!r}")
+    return bytes.fromhex(value[2:])
+
+
+def _obj(body: object) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ValueError(f"expected a JSON object, got {type(body).__name__}")
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class InputRecord:
+    """One record of an input stream: its stream (``upward``, ``horizontal``, ``extrinsics``), origin (the Kafka
+    key), position (0-based index among the records of that stream and origin) and value (envelope bytes)."""
+
+    stream: str
+    origin: str
+    position: int
+    value: bytes
+
+    @property
+    def record_id(self) -> str:
+        """``<stream>/<origin>/<position>``: unique per input record, stable across runs."""
+        return f"{self.stream}/{self.origin}/{self.position}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"stream": self.stream, "origin": self.origin, "position": self.position, "value": _hex(self.value)}
+
+    @classmethod
+    def from_json(cls, body: object) -> InputRecord:
+        b = _obj(body)
+        return cls(str(b["stream"]), str(b["origin"]), int(b["position"]), _unhex(b["value"]))
+
+
+@dataclass(frozen=True, slots=True)
+class BlockHeader:
+    """A relay block as the block author publishes it on ``blocks``.
+
+    ``manifest`` maps (stream, origin) to the position of the last record of that stream and origin this
+    block includes; the block includes every record after the previous block's position up to it.
+    """
+
+    number: int
+    hash: bytes
+    parent_hash: bytes
+    max_pov_size: int
+    session_index: int
+    manifest: tuple[tuple[str, str, int], ...]
+
+    def __post_init__(self) -> None:
+        if len({(s, o) for s, o, _ in self.manifest}) != len(self.manifest):
+            raise ValueError("a manifest names each (stream, origin) once")
+
+    def last_included(self) -> dict[tuple[str, str], int]:
+        return {(stream, origin): last for stream, origin, last in self.manifest}
+
+    def to_json(self) -> dict[str, object]:
+        manifest: dict[str, dict[str, int]] = {}
+        for stream, origin, last in sorted(self.manifest):
+            manifest.setdefault(stream, {})[origin] = last
+        return {
+            "number": self.number,
+            "hash": _hex(self.hash),
+            "parent_hash": _hex(self.parent_hash),
+            "max_pov_size": self.max_pov_size,
+            "session_index": self.session_index,
+            "manifest": manifest,
+        }
+
+    @classmethod
+    def from_json(cls, body: object) -> BlockHeader:
+        b = _obj(body)
+        manifest = tuple(
+            sorted((str(s), str(o), int(last)) for s, origins in _obj(b["manifest"]).items() for o, last in _obj(origins).items())
+        )
+        return cls(int(b["number"]), _unhex(b["hash"]), _unhex(b["parent_hash"]), int(b["max_pov_size"]),
+                   int(b["session_index"]), manifest)
+
+
+@dataclass(frozen=True, slots=True)
+class RelayBlock:
+    """A header plus the records its manifest includes."""
+
+    header: BlockHeader
+    records: tuple[InputRecord, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"header": self.header.to_json(), "records": [r.to_json() for r in self.records]}
+
+    @classmethod
+    def from_json(cls, body: object) -> RelayBlock:
+        b = _obj(body)
+        return cls(BlockHeader.from_json(b["header"]), tuple(InputRecord.from_json(r) for r in b["records"]))
+
+
+class Status(Enum):
+    """The one outcome of an input record."""
+
+    APPLIED = "applied"
+    IGNORED = "ignored"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    """What became of one input record in the block that included it; ``reason`` is None when applied."""
+
+    block: int
+    record_id: str
+    status: Status
+    reason: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"block": self.block, "record": self.record_id, "status": self.status.value, "reason": self.reason,
+                "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, body: object) -> RecordOutcome:
+        b = _obj(body)
+        reason = b.get("reason")
+        return cls(int(b["block"]), str(b["record"]), Status(b["status"]), None if reason is None else str(reason),
+                   str(b.get("detail", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class MessageExecuted:
+    """An upward message went through the XCM executor (the relay's ``MessageQueue.Processed`` analogue).
+
+    ``outcome`` is ``Complete``, ``Incomplete`` (instruction ``index`` failed after earlier ones applied,
+    or at 0) or ``Error`` (it never ran: undecodable or refused by the barriers); ``error`` is the reason code.
+    """
+
+    para: int
+    message_hash: bytes
+    outcome: str
+    error: str
+    index: int
+    weight_used: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"pallet": "Xcm", "event": "MessageExecuted", "para": self.para, "message_hash": _hex(self.message_hash),
+                "outcome": self.outcome, "error": self.error, "index": self.index, "weight_used": self.weight_used}
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, bytes):
+        return _hex(value)
+    if isinstance(value, Enum):
+        return value.value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One pallet event of a block at its position; ``body`` is the event's JSON (pallet, event, fields)."""
+
+    block: int
+    index: int
+    body: str
+
+    @property
+    def event_id(self) -> str:
+        return f"{self.block}/{self.index}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"block": self.block, "index": self.index, "event": json.loads(self.body)}
+
+    @classmethod
+    def from_json(cls, body: object) -> EventRecord:
+        b = _obj(body)
+        return cls(int(b["block"]), int(b["index"]), canonical_json(b["event"]))
+
+
+def event_record(block: int, index: int, event: object) -> EventRecord:
+    """Wrap any event: its own ``to_json`` if it has one, else its dataclass fields under its module's pallet."""
+    to_json = getattr(event, "to_json", None)
+    if callable(to_json):
+        body = to_json()
+    else:
+        pallet = type(event).__module__.split(".")[1].capitalize()
+        body = {"pallet": pallet, "event": type(event).__name__}
+        fields_json = _jsonable(event)
+        if isinstance(fields_json, dict):
+            body.update(fields_json)
+    return EventRecord(block, index, canonical_json(body))
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedCall:
+    """A subscriber-side call included in this block, passed on to the subscriber stage unchanged."""
+
+    block: int
+    record_id: str
+    origin: str
+    call: bytes
+
+    def to_json(self) -> dict[str, object]:
+        return {"block": self.block, "record": self.record_id, "origin": self.origin, "call": _hex(self.call)}
+
+    @classmethod
+    def from_json(cls, body: object) -> ForwardedCall:
+        b = _obj(body)
+        return cls(int(b["block"]), str(b["record"]), str(b["origin"]), _unhex(b["call"]))
+
+
+@dataclass(frozen=True, slots=True)
+class BlockSeal:
+    """The end of a block: its roots and counters. ``child_roots`` lists the paras whose child trie changed in
+    this block with their new root (None: the child trie became empty and left the main trie)."""
+
+    number: int
+    hash: bytes
+    parent_hash: bytes
+    session_index: int
+    relay_root: bytes
+    child_roots: tuple[tuple[int, bytes | None], ...]
+    applied: int
+    ignored: int
+    rejected: int
+    events: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "number": self.number,
+            "hash": _hex(self.hash),
+            "parent_hash": _hex(self.parent_hash),
+            "session_index": self.session_index,
+            "relay_root": _hex(self.relay_root),
+            "child_roots": {str(p): None if r is None else _hex(r) for p, r in self.child_roots},
+            "applied": self.applied,
+            "ignored": self.ignored,
+            "rejected": self.rejected,
+            "events": self.events,
+        }
+
+    @classmethod
+    def from_json(cls, body: object) -> BlockSeal:
+        b = _obj(body)
+        roots = tuple(sorted((int(p), None if r is None else _unhex(r)) for p, r in _obj(b["child_roots"]).items()))
+        return cls(int(b["number"]), _unhex(b["hash"]), _unhex(b["parent_hash"]), int(b["session_index"]),
+                   _unhex(b["relay_root"]), roots, int(b["applied"]), int(b["ignored"]), int(b["rejected"]),
+                   int(b["events"]))
+
+
+@dataclass(frozen=True, slots=True)
+class BlockResult:
+    """Everything applying one block produced, in emission order."""
+
+    seal: BlockSeal
+    events: tuple[EventRecord, ...]
+    outcomes: tuple[RecordOutcome, ...]
+    forwarded: tuple[ForwardedCall, ...]
+
+    @property
+    def rejections(self) -> tuple[RecordOutcome, ...]:
+        """The outcomes that are not ``applied`` (what goes to the ``rejected`` topic)."""
+        return tuple(o for o in self.outcomes if o.status is not Status.APPLIED)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "seal": self.seal.to_json(),
+            "events": [e.to_json() for e in self.events],
+            "outcomes": [o.to_json() for o in self.outcomes],
+            "forwarded": [f.to_json() for f in self.forwarded],
+        }

@@ -1,0 +1,280 @@
+"""The relay block state machine: end-to-end scenarios over signed records, roots, order and outcomes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pubsub_core.broadcaster import Broadcaster
+from pubsub_core.codec.types import PublishedEntry
+from pubsub_core.relay import (
+    BlockHeader,
+    BlockOrderError,
+    BlockResult,
+    BlockSeal,
+    BroadcasterCall,
+    CallKind,
+    EventRecord,
+    InputRecord,
+    ManifestMismatch,
+    RecordOutcome,
+    RelayBlock,
+    Status,
+    canonical_json,
+)
+from pubsub_core.trie import prefixed_child_storage_key, trie_root
+from pubsub_core.xcm import Publish, Xcm
+from pubsub_core.xcm.types import Asset, DepositAsset, AssetFilter, Location, TransferAsset
+from state import StateTransaction
+from tests.relay.chain import COLLATORS, MANAGER, OTHER, ROOT, Chain, fresh_machine, run
+from tests.relay.helpers import key
+
+
+def events_of(result: BlockResult) -> list[dict[str, object]]:
+    return [json.loads(e.body) for e in result.events]
+
+
+def outcome_map(result: BlockResult) -> dict[str, tuple[str, str | None]]:
+    return {o.record_id: (o.status.value, o.reason) for o in result.outcomes}
+
+
+def register(chain: Chain, para: int = 2000) -> InputRecord:
+    return chain.call(MANAGER, BroadcasterCall(CallKind.REGISTER_PUBLISHER, para).encode())
+
+
+def test_register_then_publish_through_upward_xcm() -> None:
+    chain = Chain()
+    reg = register(chain)
+    pub = chain.upward(2000, Xcm((Publish(bytes(32), b"\x01\x02\x03", 0),)))
+    result = run([chain.produce()])[0]
+    assert outcome_map(result) == {reg.record_id: ("applied", None), pub.record_id: ("applied", None)}
+    names = [e["event"] for e in events_of(result)]
+    assert names == ["PublisherRegistered", "DataPublished", "MessageExecuted"]
+    expected_child = trie_root([(bytes(32), PublishedEntry(b"\x01\x02\x03", 0, 1).encode())])
+    assert result.seal.child_roots == ((2000, expected_child),)
+    assert result.seal.relay_root == trie_root([(prefixed_child_storage_key(2000), expected_child)])
+
+
+def test_system_parachain_publishes_without_registration_end_to_end() -> None:
+    chain = Chain()
+    chain.upward(1000, Xcm((Publish(key("k"), b"v", 0),)))
+    result = run([chain.produce()])[0]
+    assert [e["event"] for e in events_of(result)] == ["DataPublished", "MessageExecuted"]
+    assert result.seal.child_roots[0][0] == 1000
+
+
+def test_publish_fails_for_unregistered_public_parachain_end_to_end() -> None:
+    chain = Chain()
+    record = chain.upward(3000, Xcm((Publish(key("k"), b"v", 0),)))
+    result = run([chain.produce()])[0]
+    assert outcome_map(result)[record.record_id] == ("applied", None)
+    executed = events_of(result)[-1]
+    assert (executed["event"], executed["outcome"], executed["error"]) == ("MessageExecuted", "Incomplete", "NotRegistered")
+    assert result.seal.child_roots == ()
+
+
+def test_barrier_rejections_are_record_rejections() -> None:
+    chain = Chain()
+    too_many = chain.upward(2000, Xcm(tuple(Publish(key(str(i)), b"v", 0) for i in range(17))))
+    mixed = chain.upward(2000, Xcm((Publish(key("k"), b"v", 0), TransferAsset((Asset(Location(), 1),), Location.parachain(1)))))
+    garbage = chain.signed(COLLATORS[2000], "upward", "2000", b"\x05\x01\xff")
+    result = run([chain.produce()])[0]
+    outcomes = outcome_map(result)
+    assert outcomes[too_many.record_id] == ("rejected", "StackLimitReached")
+    assert outcomes[mixed.record_id] == ("rejected", "BadFormat")
+    assert outcomes[garbage.record_id] == ("rejected", "Malformed")
+
+
+def test_force_calls_need_root_and_signed_calls_need_an_account() -> None:
+    chain = Chain()
+    signed_force = chain.call(MANAGER, BroadcasterCall(CallKind.FORCE_DEREGISTER_PUBLISHER, 2000).encode())
+    root_register = chain.call(ROOT, BroadcasterCall(CallKind.REGISTER_PUBLISHER, 2000).encode(), root=True)
+    root_force = chain.call(ROOT, BroadcasterCall(CallKind.FORCE_REGISTER_PUBLISHER, 2001, OTHER.public_key, 0).encode(), root=True)
+    unknown = chain.call(MANAGER, b"\x00\x63")
+    result = run([chain.produce()])[0]
+    outcomes = outcome_map(result)
+    assert outcomes[signed_force.record_id] == ("rejected", "BadOrigin")
+    assert outcomes[root_register.record_id] == ("rejected", "BadOrigin")
+    assert outcomes[root_force.record_id] == ("applied", None)
+    assert outcomes[unknown.record_id] == ("rejected", "Malformed")
+
+
+def test_pallet_errors_become_typed_rejections() -> None:
+    chain = Chain()
+    first = register(chain)
+    again = register(chain)
+    squat = chain.call(OTHER, BroadcasterCall(CallKind.REGISTER_PUBLISHER, 2001).encode())
+    result = run([chain.produce()])[0]
+    outcomes = outcome_map(result)
+    assert outcomes[first.record_id] == ("applied", None)
+    assert outcomes[again.record_id] == ("rejected", "AlreadyRegistered")
+    assert outcomes[squat.record_id] == ("rejected", "NotAuthorized")
+
+
+def test_ttl_expiry_happens_in_on_idle_and_empties_the_child_trie() -> None:
+    chain = Chain()
+    register(chain)
+    chain.upward(2000, Xcm((Publish(key("k"), b"v", 2),)))
+    blocks = [chain.produce(), chain.produce(), chain.produce()]
+    results = run(blocks)
+    assert results[1].seal.child_roots == ()
+    assert [e["event"] for e in events_of(results[2])] == ["KeyExpired"]
+    assert results[2].seal.child_roots == ((2000, None),)
+    assert results[2].seal.relay_root == trie_root([])
+
+
+def test_deregistration_wipes_child_trie_and_returns_deposit() -> None:
+    machine, backend = fresh_machine()
+    chain = Chain()
+    register(chain)
+    chain.upward(2000, Xcm((Publish(key("a"), b"1", 0), Publish(key("b"), b"2", 0))))
+    first = machine.apply_block(backend, chain.produce())
+    assert first.seal.child_roots[0][1] is not None
+    chain.call(MANAGER, BroadcasterCall(CallKind.DEREGISTER_PUBLISHER, 2000).encode())
+    second = machine.apply_block(backend, chain.produce())
+    assert [e["event"] for e in events_of(second)] == ["DataCleanedUp", "PublisherDeregistered"]
+    assert second.seal.child_roots == ((2000, None),)
+    txn = StateTransaction(backend)
+    assert Broadcaster.publisher_info(txn, 2000) is None
+
+
+def test_duplicate_envelope_is_ignored() -> None:
+    chain = Chain()
+    record = chain.upward(1000, Xcm((Publish(key("k"), b"v", 0),)))
+    replay = chain.raw("upward", "1000", record.value)
+    result = run([chain.produce()])[0]
+    assert outcome_map(result)[replay.record_id] == ("ignored", "Duplicate")
+
+
+def test_subscriber_calls_are_forwarded_and_router_calls_need_the_router() -> None:
+    chain = Chain()
+    forwarded = chain.call(MANAGER, b"\x02\x01\xe8\x03\x00\x00")
+    routed = chain.call(MANAGER, b"\x01\x00")
+    horizontal = chain.signed(COLLATORS[2000], "horizontal", "2000", b"hrmp")
+    result = run([chain.produce()])[0]
+    outcomes = outcome_map(result)
+    assert outcomes[forwarded.record_id] == ("applied", None)
+    assert [f.call for f in result.forwarded] == [b"\x02\x01\xe8\x03\x00\x00"]
+    assert outcomes[routed.record_id] == ("rejected", "RouterUnavailable")
+    assert outcomes[horizontal.record_id] == ("rejected", "RouterUnavailable")
+
+
+def test_block_must_extend_the_head_and_match_its_manifest() -> None:
+    chain = Chain()
+    machine, backend = fresh_machine()
+    machine.apply_block(backend, chain.produce())
+    skipped = chain.produce()
+    skipped = chain.produce()
+    with pytest.raises(BlockOrderError):
+        machine.apply_block(backend, skipped)
+    chain2 = Chain()
+    chain2.upward(1000, Xcm((Publish(key("k"), b"v", 0),)))
+    block = chain2.produce()
+    machine2, backend2 = fresh_machine()
+    writes_before = backend2.stats.write_calls
+    with pytest.raises(ManifestMismatch):
+        machine2.apply_block(backend2, RelayBlock(block.header, ()))
+    assert backend2.stats.write_calls == writes_before
+    machine2.apply_block(backend2, block)
+    with pytest.raises(BlockOrderError):
+        machine2.apply_block(backend2, block)
+
+
+def test_child_trie_key_derivation() -> None:
+    assert prefixed_child_storage_key(1000).hex() == (
+        "3a6368696c645f73746f726167653a64656661756c743a" + "707562737562e8030000"
+    )
+
+
+def test_records_json_round_trip() -> None:
+    chain = Chain()
+    register(chain)
+    chain.upward(2000, Xcm((Publish(key("k"), b"v", 0),)))
+    block = chain.produce()
+    assert RelayBlock.from_json(json.loads(canonical_json(block.to_json()))) == block
+    result = run([block])[0]
+    assert BlockSeal.from_json(result.seal.to_json()) == result.seal
+    assert all(RecordOutcome.from_json(o.to_json()) == o for o in result.outcomes)
+    assert all(EventRecord.from_json(e.to_json()) == e for e in result.events)
+    assert BlockHeader.from_json(block.header.to_json()) == block.header
+
+
+# -- properties -------------------------------------------------------------------------------------
+ACTIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["publish", "publish_ttl", "register", "deregister", "delete", "garbage", "replay", "paid",
+                         "next_block"]),
+        st.sampled_from([1000, 2000, 2001, 3000]),
+        st.integers(0, 5),
+    ),
+    max_size=25,
+)
+
+
+def build(actions: list[tuple[str, int, int]]) -> list[RelayBlock]:
+    chain = Chain()
+    last: InputRecord | None = None
+    blocks: list[RelayBlock] = []
+    for action, para, n in actions:
+        if action == "next_block":
+            blocks.append(chain.produce())
+        elif action == "publish":
+            last = chain.upward(para, Xcm((Publish(key(str(n)), bytes([n]) * n, 0),)))
+        elif action == "publish_ttl":
+            last = chain.upward(para, Xcm((Publish(key(str(n)), b"t", n),)))
+        elif action == "register":
+            last = chain.call(MANAGER if para != 3000 else OTHER, BroadcasterCall(CallKind.REGISTER_PUBLISHER, para).encode())
+        elif action == "deregister":
+            last = chain.call(MANAGER, BroadcasterCall(CallKind.DEREGISTER_PUBLISHER, para).encode())
+        elif action == "delete":
+            last = chain.call(MANAGER, BroadcasterCall(CallKind.DELETE_KEYS, para, keys=(key(str(n)),)).encode())
+        elif action == "garbage":
+            last = chain.raw("upward", str(para), bytes([n]) * (n * 7))
+        elif action == "replay" and last is not None:
+            chain.raw(last.stream, last.origin, last.value)
+        elif action == "paid":
+            last = chain.upward(para, Xcm((DepositAsset(AssetFilter(wild=0), Location.parachain(para)),)))
+    blocks.append(chain.produce())
+    return blocks
+
+
+@settings(max_examples=25)
+@given(ACTIONS)
+def test_block_application_is_deterministic(actions: list[tuple[str, int, int]]) -> None:
+    blocks = build(actions)
+    first = [canonical_json(r.to_json()) for r in run(blocks)]
+    second = [canonical_json(r.to_json()) for r in run(blocks)]
+    assert first == second
+
+
+@settings(max_examples=25)
+@given(ACTIONS)
+def test_every_input_record_gets_exactly_one_outcome(actions: list[tuple[str, int, int]]) -> None:
+    blocks = build(actions)
+    for block, result in zip(blocks, run(blocks)):
+        ids = [o.record_id for o in result.outcomes]
+        assert sorted(ids) == sorted(r.record_id for r in block.records)
+        assert len(ids) == len(set(ids))
+        assert all((o.status is Status.APPLIED) == (o.reason is None) for o in result.outcomes)
+        assert result.seal.applied + result.seal.ignored + result.seal.rejected == len(block.records)
+
+
+@settings(max_examples=15)
+@given(ACTIONS)
+def test_relay_root_commits_to_every_child_root(actions: list[tuple[str, int, int]]) -> None:
+    blocks = build(actions)
+    machine, backend = fresh_machine()
+    for block in blocks:
+        result = machine.apply_block(backend, block)
+    txn = StateTransaction(backend)
+    entries: dict[int, list[tuple[bytes, bytes]]] = {}
+    for para in (1000, 2000, 2001, 3000):
+        for k, _ in Broadcaster.get_all_published_data(txn, para):
+            raw = Broadcaster.published_entry(txn, para, k)
+            assert raw is not None
+            entries.setdefault(para, []).append((k, raw.encode()))
+    expected = trie_root([(prefixed_child_storage_key(p), trie_root(items)) for p, items in entries.items()])
+    assert result.seal.relay_root == expected
