@@ -1,8 +1,9 @@
 """A scalecodec type registry for the pub-sub types: the declarative definition of their SCALE layouts.
 
 The protocol's hot paths use the hand-written codecs (``codec.types``, ``xcm.types``, ``broadcaster.events``):
-profiled on this machine, scalecodec encodes a ``PublishedEntry`` in about 30 us against under 1 us by hand,
-and its decoder raises untyped errors on hostile bytes. The registry stays the independent second opinion:
+profiled on this machine, encoding a ``PublishedEntry`` takes about 120 us through scalecodec against 5 us by
+hand (every publish writes one and every on_idle scan reads one), and scalecodec's decoder raises untyped
+errors on hostile bytes, where upward messages need typed ones. The registry stays the independent second opinion:
 the tests encode every type through both and require identical bytes.
 """
 
