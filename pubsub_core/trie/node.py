@@ -213,6 +213,9 @@ def decode_node(data: bytes) -> Node | None:
     if has_value:
         if value_hashed:
             length = HASH_LEN
+        elif pos < size and not data[pos] & 3:
+            length = data[pos] >> 2
+            pos += 1
         else:
             length, pos = _compact(data, pos, "value length")
         if pos + length > size:
@@ -224,7 +227,11 @@ def decode_node(data: bytes) -> Node | None:
         refs: list[bytes | None] = [None] * 16
         for index in range(16):
             if bitmap >> index & 1:
-                length, pos = _compact(data, pos, f"child {index} length")
+                if pos < size and not data[pos] & 3:  # the one-byte compact form: every hash and inline child
+                    length = data[pos] >> 2
+                    pos += 1
+                else:
+                    length, pos = _compact(data, pos, f"child {index} length")
                 if pos + length > size:
                     raise MalformedNodeError(data, f"child {index} of {length} bytes runs past the end", pos)
                 if length == 0:
