@@ -12,7 +12,13 @@ import sys
 from collections.abc import Sequence
 
 # Add a command by appending its module here; the order is the order of `pubsub --help`.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "producers.commands.demo",
+    "producers.commands.broker",
+    "producers.commands.produce",
+    "producers.commands.job",
+    "producers.commands.consume",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,44 @@
+"""`pubsub broker start|stop|status`: the embedded single-node Kafka broker (KRaft) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from producers.commands.common import console
+from streaming.kafka_broker import EmbeddedKafka
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "broker",
+        help="start, stop or inspect the embedded Kafka broker",
+        description=(
+            "Manage the embedded Kafka broker: a single-node KRaft broker run from the Maven jars in jvm/lib/kafka, "
+            "bound to a free 127.0.0.1 port, with its data in .runtime/kafka. Other commands reuse a running one."
+        ),
+    )
+    parser.add_argument("action", choices=("start", "stop", "status"), help="what to do")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    broker = EmbeddedKafka()
+    if args.action == "start":
+        info = broker.start()
+        verb = "started" if broker.started_here else "already running"
+        console.print(f"Kafka broker {verb}: bootstrap [bold]{info.bootstrap}[/] (pid {info.pid}, data {info.data_dir})")
+        console.print(f"Point other shells at it with: export PUBSUB_KAFKA_BOOTSTRAP={info.bootstrap}")
+        print(info.bootstrap)
+        return 0
+    if args.action == "stop":
+        stopped = broker.stop()
+        console.print("Kafka broker stopped." if stopped else "No embedded Kafka broker was running.")
+        return 0
+    status = broker.status()
+    if status is None:
+        console.print("No embedded Kafka broker is running.")
+        return 1
+    console.print(f"Kafka broker running: bootstrap {status.bootstrap} (pid {status.pid})")
+    print(status.bootstrap)
+    return 0

@@ -1,0 +1,32 @@
+"""Helpers shared by the command modules: settings flags, the console, and Kafka set-up."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from streaming.settings import Settings, load_settings
+
+__all__ = ["add_kafka_arguments", "console", "settings_from"]
+
+console = Console(stderr=True, highlight=False)
+"""Progress and logs go to stderr, so stdout carries only data (e.g. `pubsub consume` JSON lines)."""
+
+
+def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
+    """--config, --bootstrap and --topic-prefix, which every Kafka-facing command takes."""
+    parser.add_argument("--config", type=Path, help="TOML settings file (default: $PUBSUB_CONFIG)")
+    parser.add_argument(
+        "--bootstrap", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else the embedded broker)"
+    )
+    parser.add_argument("--topic-prefix", help="realm prefix of every topic (default: polkadot.)")
+
+
+def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """Settings from the common flags plus command-specific overrides."""
+    values = {"kafka_bootstrap": getattr(args, "bootstrap", None), "topic_prefix": getattr(args, "topic_prefix", None)}
+    values.update(overrides)
+    return load_settings(overrides=values, config_file=getattr(args, "config", None))

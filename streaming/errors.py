@@ -1,0 +1,72 @@
+"""Errors of the streaming layer: one root, one branch per component, each carrying the data that explains it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pubsub_core.errors import PubSubError
+
+__all__ = [
+    "BrokerError",
+    "BrokerStartError",
+    "ClusterError",
+    "JarsMissingError",
+    "SettingsError",
+    "StreamingError",
+]
+
+
+class StreamingError(PubSubError):
+    """Base class for errors of the Kafka/Spark infrastructure."""
+
+
+class SettingsError(StreamingError):
+    """A setting has an invalid value; names the setting, the value and where it came from."""
+
+    def __init__(self, name: str, value: object, source: str, reason: str) -> None:
+        shown = "***" if "password" in name else repr(value)
+        super().__init__(f"setting {name}={shown} (from {source}) is invalid: {reason}")
+        self.name = name
+        self.source = source
+        self.reason = reason
+
+
+class JarsMissingError(StreamingError):
+    """The Maven jars are not there: `make setup` (or mvn on jvm/pom.xml) has not run."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(f"no jars in {folder}; run `make setup` (it runs mvn on jvm/pom.xml)")
+        self.folder = folder
+
+
+class BrokerError(StreamingError):
+    """The embedded Kafka broker could not be started, reached or stopped."""
+
+
+class BrokerStartError(BrokerError):
+    """The broker process exited or did not serve in time; carries the tail of its log."""
+
+    def __init__(self, reason: str, log_path: Path, log_tail: str) -> None:
+        super().__init__(f"the embedded Kafka broker did not start: {reason}; see {log_path}:\n{log_tail}")
+        self.reason = reason
+        self.log_path = log_path
+        self.log_tail = log_tail
+
+
+class ClusterError(StreamingError):
+    """The local standalone Spark cluster could not be started or a submitted application failed."""
+
+    def __init__(self, reason: str, log_path: Path | None = None, log_tail: str = "") -> None:
+        where = f"; see {log_path}:\n{log_tail}" if log_path else ""
+        super().__init__(f"{reason}{where}")
+        self.reason = reason
+        self.log_path = log_path
+        self.log_tail = log_tail
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    """The last lines of a log file (empty if it does not exist), for error messages."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""

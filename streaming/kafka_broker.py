@@ -1,0 +1,287 @@
+"""An embedded single-node Apache Kafka broker (KRaft), run from the Maven jars in jvm/lib/kafka.
+
+`EmbeddedKafka.start()` reuses a broker recorded in its runtime folder if that one still serves; otherwise it
+picks free 127.0.0.1 ports, formats a fresh data directory and starts `kafka.Kafka`, then waits until an
+AdminClient gets metadata. `ensure_kafka(settings)` is what commands call: it honours an external cluster
+($PUBSUB_KAFKA_BOOTSTRAP or settings) and only falls back to the embedded broker when none is configured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streaming.errors import BrokerError, BrokerStartError, JarsMissingError, tail
+from streaming.paths import jvm_lib_dir, runtime_dir
+from streaming.settings import Settings
+
+__all__ = ["BrokerInfo", "EmbeddedKafka", "create_topics", "delete_topics", "ensure_kafka", "free_port", "is_serving"]
+
+LOG4J2_PROPERTIES = """\
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka.server.KafkaRaftServer
+logger.kafka.level = info
+"""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def is_serving(bootstrap: str, timeout: float = 3.0, extra: dict[str, str] | None = None) -> bool:
+    """Whether a Kafka cluster answers a metadata request at `bootstrap` within `timeout` seconds."""
+    admin = AdminClient(
+        {**(extra or {}), "bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": "2000", "log_level": "0"}
+    )
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException:
+        return False
+    return bool(metadata.brokers)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A running embedded broker, as recorded in its runtime folder so another process can reuse it."""
+
+    pid: int
+    port: int
+    controller_port: int
+    data_dir: str
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+class EmbeddedKafka:
+    """Start, reuse, inspect and stop one KRaft broker + controller bound to 127.0.0.1."""
+
+    def __init__(self, home: Path | None = None, heap: str = "512m", start_timeout: float = 90.0) -> None:
+        self.home = home or runtime_dir() / "kafka"
+        self.heap = heap
+        self.start_timeout = start_timeout
+        self.started_here = False
+        """True when start() launched a new process (rather than reusing a running broker)."""
+
+    @property
+    def _state_file(self) -> Path:
+        return self.home / "broker.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "broker.log"
+
+    def status(self) -> BrokerInfo | None:
+        """The recorded broker if its process is alive and it serves; None otherwise."""
+        try:
+            info = BrokerInfo(**json.loads(self._state_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+        if _pid_alive(info.pid) and is_serving(info.bootstrap):
+            return info
+        return None
+
+    def start(self) -> BrokerInfo:
+        """Reuse the recorded broker if it serves, else start a new one on free ports and wait until it serves."""
+        running = self.status()
+        if running is not None:
+            self.started_here = False
+            return running
+        classpath = self._classpath()
+        self._stop_recorded()
+        port, controller_port = free_port(), free_port()
+        data_dir = self.home / "data"
+        shutil.rmtree(data_dir, ignore_errors=True)
+        data_dir.mkdir(parents=True)
+        config = self._write_config(port, controller_port, data_dir)
+        java = shutil.which("java") or "java"
+        base = [java, "-Xms" + self.heap, "-Xmx" + self.heap, "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}", "-cp", classpath]
+        cluster_id = self._random_uuid(base)
+        formatted = subprocess.run(
+            [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted"],
+            capture_output=True, text=True, check=False,
+        )
+        if formatted.returncode != 0:
+            raise BrokerStartError("StorageTool format failed", config, formatted.stdout + formatted.stderr)
+        with open(self.home / "broker.out", "ab") as out:
+            process = subprocess.Popen(
+                [*base, "-XX:+UseG1GC", "kafka.Kafka", str(config)],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port, data_dir=str(data_dir))
+        self._state_file.write_text(json.dumps(info.__dict__))
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise BrokerStartError(
+                    f"the broker process exited with code {process.returncode}",
+                    self.home / "broker.out", tail(self.home / "broker.out") + "\n" + tail(self.log_path),
+                )
+            if is_serving(info.bootstrap, timeout=2.0):
+                self.started_here = True
+                return info
+            time.sleep(0.5)
+        self._terminate(process.pid)
+        raise BrokerStartError(f"no metadata after {self.start_timeout:.0f}s", self.log_path, tail(self.log_path))
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the recorded broker (SIGTERM, then SIGKILL after `timeout`); False if none was running."""
+        return self._stop_recorded(timeout)
+
+    # -- internals ----------------------------------------------------------------------------
+    def _classpath(self) -> str:
+        folder = jvm_lib_dir("kafka")
+        if not any(folder.glob("kafka_2.13-*.jar")):
+            raise JarsMissingError(folder)
+        return str(folder / "*")
+
+    def _random_uuid(self, base: list[str]) -> str:
+        done = subprocess.run([*base, "kafka.tools.StorageTool", "random-uuid"], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BrokerStartError("StorageTool random-uuid failed", self.log_path, done.stderr)
+        return done.stdout.strip().splitlines()[-1]
+
+    def _write_config(self, port: int, controller_port: int, data_dir: Path) -> Path:
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "log4j2.properties").write_text(LOG4J2_PROPERTIES.format(log=self.log_path))
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(data_dir),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            "log.retention.hours": "-1",
+        }
+        path = self.home / "server.properties"
+        path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
+        return path
+
+    def _stop_recorded(self, timeout: float = 30.0) -> bool:
+        try:
+            pid = int(json.loads(self._state_file.read_text())["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        stopped = self._terminate(pid, timeout)
+        self._state_file.unlink(missing_ok=True)
+        return stopped
+
+    @staticmethod
+    def _terminate(pid: int, timeout: float = 30.0) -> bool:
+        if not _pid_alive(pid):
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                waited, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                waited = 0
+            if waited == pid or not _pid_alive(pid):
+                return True
+            time.sleep(0.2)
+        os.kill(pid, signal.SIGKILL)
+        return True
+
+
+def ensure_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> tuple[Settings, EmbeddedKafka | None]:
+    """Settings pointing at a serving cluster: the configured one, else the (started or reused) embedded one.
+
+    Returns the embedded broker too (None for an external cluster) so the caller can stop it if it started it.
+    """
+    if settings.kafka_bootstrap is not None:
+        if not is_serving(settings.kafka_bootstrap, timeout=10.0, extra=settings.kafka_client_config()):
+            raise BrokerError(f"the configured Kafka cluster at {settings.kafka_bootstrap} does not answer")
+        return settings, None
+    broker = broker or EmbeddedKafka()
+    info = broker.start()
+    return settings.with_bootstrap(info.bootstrap), broker
+
+
+def create_topics(settings: Settings, topics: Iterable[str], partitions: int | None = None) -> None:
+    """Create the topics that do not exist yet (idempotent), and wait until they have leaders."""
+    admin = AdminClient(settings.kafka_client_config())
+    existing = set(admin.list_topics(timeout=10).topics)
+    wanted = [t for t in dict.fromkeys(topics) if t not in existing]
+    if wanted:
+        count = partitions or settings.topic_partitions
+        futures = admin.create_topics([NewTopic(t, num_partitions=count, replication_factor=1) for t in wanted])
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=30)
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise BrokerError(f"could not create topic {topic}: {exc}") from exc
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        metadata = admin.list_topics(timeout=10).topics
+        if all(t in metadata and metadata[t].partitions and not metadata[t].error for t in topics):
+            if all(p.leader >= 0 for t in topics for p in metadata[t].partitions.values()):
+                return
+        time.sleep(0.2)
+    raise BrokerError(f"topics {sorted(topics)} have no leader after 30s")
+
+
+def delete_topics(settings: Settings, topics: Iterable[str]) -> None:
+    """Delete the topics that exist and wait until they are gone (used to start a demo afresh)."""
+    admin = AdminClient(settings.kafka_client_config())
+    present = [t for t in topics if t in admin.list_topics(timeout=10).topics]
+    if not present:
+        return
+    for future in admin.delete_topics(present).values():
+        future.result(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if not set(present) & set(admin.list_topics(timeout=10).topics):
+            return
+        time.sleep(0.2)
+    raise BrokerError(f"topics {present} still exist 30s after deletion")
+
+

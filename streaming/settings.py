@@ -1,0 +1,191 @@
+"""One frozen, validated settings object for the job and the producers.
+
+Sources, later ones winning: built-in defaults, a TOML file (``--config`` or ``$PUBSUB_CONFIG``), environment
+variables (``PUBSUB_<NAME>``, e.g. ``PUBSUB_KAFKA_BOOTSTRAP``), then command-line flags. Secrets are held in
+:class:`Secret`, whose repr and str never show the value, so printing settings is always safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streaming.errors import SettingsError
+from streaming.paths import runtime_dir
+
+__all__ = ["ENV_PREFIX", "Secret", "Settings", "load_settings"]
+
+ENV_PREFIX = "PUBSUB_"
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value that must never be printed (SASL passwords, signing keys); read it with reveal()."""
+
+    _value: str = field(repr=False)
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the job and the producers need to find Kafka and Spark, validated once at load time."""
+
+    kafka_bootstrap: str | None = None
+    """host:port[,host:port]; None means the embedded broker (started or reused on demand)."""
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: Secret | None = None
+    topic_prefix: str = "polkadot."
+    """The realm: every topic name starts with it."""
+    input_topic: str = "skeleton-in"
+    output_topic: str = "skeleton-out"
+    rejected_topic: str = "rejected"
+    topic_partitions: int = 2
+    spark_master: str = "local[2]"
+    shuffle_partitions: int = 2
+    trigger_seconds: float = 1.0
+    max_offsets_per_trigger: int | None = None
+    checkpoint_dir: Path = field(default_factory=lambda: runtime_dir() / "checkpoints" / "skeleton")
+
+    def __post_init__(self) -> None:
+        for name in ("input_topic", "output_topic", "rejected_topic"):
+            full = self.topic(getattr(self, name))
+            if not _TOPIC.match(full):
+                raise SettingsError(name, full, "settings", "a Kafka topic name is 1-249 of [A-Za-z0-9._-]")
+        if self.kafka_security_protocol not in _SECURITY_PROTOCOLS:
+            raise SettingsError(
+                "kafka_security_protocol", self.kafka_security_protocol, "settings", f"one of {_SECURITY_PROTOCOLS}"
+            )
+        if self.kafka_bootstrap is not None and not all(
+            re.match(r"^[^:,\s]+:\d{1,5}$", part) for part in self.kafka_bootstrap.split(",")
+        ):
+            raise SettingsError("kafka_bootstrap", self.kafka_bootstrap, "settings", "expected host:port[,host:port]")
+        for name in ("topic_partitions", "shuffle_partitions"):
+            if getattr(self, name) < 1:
+                raise SettingsError(name, getattr(self, name), "settings", "must be at least 1")
+        if self.trigger_seconds <= 0:
+            raise SettingsError("trigger_seconds", self.trigger_seconds, "settings", "must be positive")
+        if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
+            raise SettingsError("max_offsets_per_trigger", self.max_offsets_per_trigger, "settings", "must be >= 1")
+
+    def topic(self, name: str) -> str:
+        """The full topic name in this realm."""
+        return f"{self.topic_prefix}{name}"
+
+    @property
+    def input(self) -> str:
+        return self.topic(self.input_topic)
+
+    @property
+    def output(self) -> str:
+        return self.topic(self.output_topic)
+
+    @property
+    def rejected(self) -> str:
+        return self.topic(self.rejected_topic)
+
+    def with_bootstrap(self, bootstrap: str) -> Settings:
+        """The same settings pointed at a running broker (used once the embedded one is up)."""
+        return dataclasses.replace(self, kafka_bootstrap=bootstrap)
+
+    def kafka_client_config(self) -> dict[str, str]:
+        """librdkafka / Java client properties (the secret is revealed here and only here)."""
+        if self.kafka_bootstrap is None:
+            raise SettingsError("kafka_bootstrap", None, "settings", "start the embedded broker first")
+        config = {"bootstrap.servers": self.kafka_bootstrap, "security.protocol": self.kafka_security_protocol}
+        if self.kafka_sasl_mechanism:
+            config["sasl.mechanism"] = self.kafka_sasl_mechanism
+        if self.kafka_sasl_username:
+            config["sasl.username"] = self.kafka_sasl_username
+        if self.kafka_sasl_password:
+            config["sasl.password"] = self.kafka_sasl_password.reveal()
+        return config
+
+    def spark_kafka_options(self) -> dict[str, str]:
+        """The same connection as options of Spark's Kafka source and sink (kafka.* pass-through)."""
+        config = self.kafka_client_config()
+        options = {
+            "kafka.bootstrap.servers": config["bootstrap.servers"],
+            "kafka.security.protocol": config["security.protocol"],
+        }
+        if self.kafka_sasl_mechanism:
+            options["kafka.sasl.mechanism"] = self.kafka_sasl_mechanism
+            user = self.kafka_sasl_username or ""
+            password = self.kafka_sasl_password.reveal() if self.kafka_sasl_password else ""
+            options["kafka.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{user}" password="{password}";'
+            )
+        return options
+
+    def describe(self) -> dict[str, str]:
+        """A printable view (secrets masked)."""
+        return {f.name: str(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def _coerce(name: str, raw: Any, source: str) -> Any:
+    """Turn a TOML/env/flag value into the type of the Settings field `name`."""
+    kind = {f.name: f.type for f in dataclasses.fields(Settings)}[name]
+    try:
+        if raw is None:
+            return None
+        if name == "kafka_sasl_password":
+            return raw if isinstance(raw, Secret) else Secret(str(raw))
+        if name == "checkpoint_dir":
+            return Path(raw)
+        if "int" in str(kind):
+            return int(raw)
+        if "float" in str(kind):
+            return float(raw)
+        return str(raw)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(name, raw, source, f"not a valid {kind}") from exc
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Defaults < TOML file < PUBSUB_* environment < overrides (flags; None values are ignored)."""
+    env = os.environ if environ is None else environ
+    names = {f.name for f in dataclasses.fields(Settings)}
+    values: dict[str, Any] = {}
+    path = config_file or (Path(env["PUBSUB_CONFIG"]) if env.get("PUBSUB_CONFIG") else None)
+    if path is not None:
+        try:
+            table = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsError("config_file", str(path), "PUBSUB_CONFIG/--config", str(exc)) from exc
+        for key, raw in table.get("pubsub", table).items():
+            if key not in names:
+                raise SettingsError(key, raw, str(path), f"unknown setting; known: {', '.join(sorted(names))}")
+            values[key] = _coerce(key, raw, str(path))
+    for name in names:
+        raw_env = env.get(ENV_PREFIX + name.upper())
+        if raw_env not in (None, ""):
+            values[name] = _coerce(name, raw_env, ENV_PREFIX + name.upper())
+    for key, raw in (overrides or {}).items():
+        if raw is None:
+            continue
+        if key not in names:
+            raise SettingsError(key, raw, "flags", "unknown setting")
+        values[key] = _coerce(key, raw, "flags")
+    return Settings(**values)

@@ -1,0 +1,87 @@
+"""The one Spark session factory of the job and the tests, and the confs a spark-submit passes for the same setup.
+
+What it fixes, and why (see shared/reference/spark-kafka-notes.md):
+- RocksDB state store: transformWithState refuses the default HDFS-backed provider; changelog checkpointing makes
+  commits cheap.
+- spark.jars: the Kafka connector from jvm/lib/spark-kafka, so nothing is downloaded at run time.
+- executors on this Python (sys.executable), so they have protobuf, pyarrow and the project installed.
+- 127.0.0.1 everywhere: a session never binds to another interface.
+- two shuffle partitions (= state store instances) for a 2-core machine; UTC session time zone for determinism.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from streaming.errors import JarsMissingError
+from streaming.paths import REPO_ROOT, jvm_lib_dir
+from streaming.settings import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["build_spark", "connector_jars", "prepare_environment", "spark_conf"]
+
+LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def connector_jars() -> list[str]:
+    """The Spark Kafka connector jars fetched by `make setup`, sorted (raises if they are missing)."""
+    folder = jvm_lib_dir("spark-kafka")
+    jars = sorted(str(path) for path in folder.glob("*.jar"))
+    if not any("spark-sql-kafka" in jar for jar in jars):
+        raise JarsMissingError(folder)
+    return jars
+
+
+def prepare_environment() -> None:
+    """Environment that Spark's launcher scripts and Python workers read: loopback, this Python, the repo."""
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+
+
+def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str, str]:
+    """Every conf the project sets, as a dict (for the session builder and for spark-submit --conf)."""
+    conf = {
+        "spark.app.name": app_name,
+        "spark.master": settings.spark_master,
+        "spark.jars": ",".join(connector_jars()),
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.default.parallelism": str(settings.shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        "spark.executorEnv.PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO_ROOT)),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONF}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONF}",
+    }
+    if not settings.spark_master.startswith("local"):
+        conf["spark.cores.max"] = os.environ.get("PUBSUB_SPARK_CORES_MAX", "2")
+        conf["spark.executor.memory"] = os.environ.get("PUBSUB_SPARK_EXECUTOR_MEMORY", "1g")
+    return conf
+
+
+def build_spark(settings: Settings, app_name: str = "rfc0160-pubsub", ui: bool = False) -> SparkSession:
+    """A session configured as above (or the active one, whose static confs then cannot change)."""
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in spark_conf(settings, app_name, ui).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("PUBSUB_SPARK_LOG_LEVEL", "WARN"))
+    return spark
