@@ -82,16 +82,20 @@ def _insert_sorted(items: list[int], item: int) -> None:
 
 # -- candidate acceptance ------------------------------------------------------------------------
 def check_hrmp_watermark(txn: StateTransaction, para: int, new_watermark: int, context_block: int) -> None:
-    """Acceptance: the watermark advances, is not ahead of the context block, and lands on the context
-    block or on a block at which the para received horizontal messages."""
+    """Acceptance: the watermark lands on the context block, or advances to a block at which the para
+    received horizontal messages, never beyond the context block.
+
+    As in Polkadot, a watermark equal to the context block is always accepted, even when it equals the
+    stored one: seed 003's strict advancement would reject a second candidate built on the same relay parent.
+    """
+    if new_watermark == context_block:
+        return
+    if new_watermark > context_block:
+        raise HrmpWatermarkAheadOfContext(para, new_watermark, context_block)
     storage = RouterStorage(txn)
     current = storage.watermark(para)
     if current is not None and new_watermark <= current:
         raise HrmpWatermarkNotAdvanced(para, new_watermark, current)
-    if new_watermark > context_block:
-        raise HrmpWatermarkAheadOfContext(para, new_watermark, context_block)
-    if new_watermark == context_block:
-        return
     if not any(block == new_watermark for block, _ in storage.channel_digests(para)):
         raise HrmpWatermarkWithoutDigest(para, new_watermark, context_block)
 

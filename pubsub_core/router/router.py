@@ -86,6 +86,12 @@ class Router:
             check_candidate(txn, self.config, para, commitments, relay_parent)
             enact_candidate(txn, para, commitments, now)
 
+    def accept_upward(self, txn: StateTransaction, para: int, messages: tuple[bytes, ...]) -> None:
+        """Check, then enqueue, upward messages that arrive without the rest of a candidate (all or nothing)."""
+        with txn.atomic():
+            ump.check_upward_messages(txn, self.config, para, messages)
+            ump.enact_upward_messages(txn, para, messages)
+
     def process_pending_upward_messages(self, txn: StateTransaction) -> list[UpwardMessageDispatched]:
         """Dispatch queued upward messages round-robin until the step weight; never fails."""
         with txn.atomic():

@@ -62,11 +62,19 @@ def _msg(recipient: int, size: int = 1) -> OutboundHrmpMessage:
 
 # -- check_hrmp_watermark -------------------------------------------------------------------------
 def test_check_hrmp_watermark_rejects_a_watermark_that_does_not_advance() -> None:
-    txn = new_txn()
+    _, _, _, txn = _with_channels((A, B))
+    queue_outbound_hrmp(txn, A, (_msg(B),), 4)
     prune_hrmp(txn, B, 5)
-    with pytest.raises(HrmpWatermarkNotAdvanced) as info:
-        check_hrmp_watermark(txn, B, 5, 9)
-    assert (info.value.new_watermark, info.value.current_watermark) == (5, 5)
+    for watermark in (4, 5):
+        with pytest.raises(HrmpWatermarkNotAdvanced) as info:
+            check_hrmp_watermark(txn, B, watermark, 9)
+        assert (info.value.new_watermark, info.value.current_watermark) == (watermark, 5)
+
+
+def test_check_hrmp_watermark_accepts_the_context_block_again() -> None:
+    txn = new_txn()
+    prune_hrmp(txn, B, 9)
+    check_hrmp_watermark(txn, B, 9, 9)
 
 
 def test_check_hrmp_watermark_rejects_a_watermark_ahead_of_the_context() -> None:
