@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from pubsub_core.trie import (
@@ -177,10 +177,20 @@ def test_nodes_on_paths_are_the_minimal_proof(layout: Layout, model: dict[bytes,
 
 @each_layout
 @given(model=entries, before=keys, prefix=st.sampled_from([b"", b"\x01", b"\x10", b"\xff"]), or_equal=st.booleans())
-def test_next_key_is_the_smallest_following_key_with_the_prefix(
+@example(
+    # next_key once fetched the subtrees lying wholly before key_before, so a minimal proof (the paths to
+    # key_before, the prefix and the answer) raised IncompleteProofError on the hashed leaf under 0x00.
+    model={b"\x00": b"y" * 70, b"\x10": b"y" * 70, b"\x11": b"y" * 70},
+    before=b"\x10",
+    prefix=b"",
+    or_equal=False,
+)
+def test_next_key_is_the_smallest_following_key_with_the_prefix_from_a_minimal_proof(
     layout: Layout, model: dict[bytes, bytes], before: bytes, prefix: bytes, or_equal: bool
 ) -> None:
     trie = _trie(model, layout)
-    db = ProofDB(trie.prove(list(model)))
     following = [k for k in sorted(model) if (k >= before if or_equal else k > before) and k.startswith(prefix)]
-    assert next_key(db, trie.root, before, or_equal=or_equal, prefix=prefix) == (following[0] if following else None)
+    answer = following[0] if following else None
+    # The paths to key_before, to the prefix and to the answer are all a proof of the answer needs.
+    proof = ProofDB(trie.prove([before, prefix] + ([answer] if answer is not None else [])))
+    assert next_key(proof, trie.root, before, or_equal=or_equal, prefix=prefix) == answer
