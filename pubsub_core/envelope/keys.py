@@ -1,7 +1,8 @@
 """Origins and the key registry: which ed25519 keys may speak for which para, account or governance.
 
 Origins are the Kafka keys of the input streams: on ``upward`` and ``horizontal`` a para id (``"2000"``); on
-``extrinsics`` ``"root"`` (governance), ``"para:<id>"`` (a para's own calls) or a 64-hex-digit account id.
+``extrinsics`` ``"root"`` (governance), ``"para:<id>"`` (a para's own calls) or a 64-digit lowercase hex
+account id. Each origin has exactly one spelling, so the seqno watermark of an origin cannot be split.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Origin:
                 return cls(OriginKind.ROOT)
             if text.startswith("para:"):
                 return cls(OriginKind.PARA, _para(text[5:]))
-            if len(text) == 64:
+            if len(text) == 64 and text == text.lower():
                 return cls(OriginKind.ACCOUNT, account=bytes.fromhex(text))
         except ValueError as exc:
             raise InvalidOrigin(stream, text) from exc

@@ -9,7 +9,7 @@ from state import MemoryBackend
 from pubsub_core.envelope import KeyRegistry, Signer, Topic
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader, BlockResult, Genesis, InputRecord, RelayBlock, RelayConfig, RelayMachine
-from pubsub_core.xcm import Xcm, encode_versioned_xcm
+from pubsub_core.xcm import Xcm, encode_versioned_xcm, sovereign_account
 
 REALM = "polkadot"
 MANAGER = Signer(bytes([21]) * 32)
@@ -28,7 +28,7 @@ def registry() -> KeyRegistry:
 
 def genesis() -> Genesis:
     return Genesis(
-        endowments=((MANAGER.public_key, 10_000), (OTHER.public_key, 10_000)),
+        endowments=((MANAGER.public_key, 10_000), (OTHER.public_key, 10_000), (sovereign_account(2000), 200)),
         para_managers=((2000, MANAGER.public_key), (2001, MANAGER.public_key), (3000, OTHER.public_key)),
     )
 
@@ -90,6 +90,12 @@ def fresh_machine(config: RelayConfig | None = None) -> tuple[RelayMachine, Memo
     return machine, backend
 
 
-def run(blocks: list[RelayBlock], config: RelayConfig | None = None) -> list[BlockResult]:
+def run(blocks: list[RelayBlock], config: RelayConfig | None = None, restart: bool = False) -> list[BlockResult]:
+    """Apply ``blocks`` on a fresh backend; with ``restart``, through a new machine for every block."""
     machine, backend = fresh_machine(config)
-    return [machine.apply_block(backend, block) for block in blocks]
+    results = []
+    for block in blocks:
+        if restart:
+            machine = RelayMachine(machine.config)
+        results.append(machine.apply_block(backend, block))
+    return results

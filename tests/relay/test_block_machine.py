@@ -27,7 +27,16 @@ from pubsub_core.relay import (
 )
 from pubsub_core.trie import prefixed_child_storage_key, trie_root
 from pubsub_core.xcm import Publish, Xcm
-from pubsub_core.xcm.types import Asset, DepositAsset, AssetFilter, Location, TransferAsset
+from pubsub_core.xcm.types import (
+    Asset,
+    AssetFilter,
+    BuyExecution,
+    DepositAsset,
+    Location,
+    TransferAsset,
+    WeightLimit,
+    WithdrawAsset,
+)
 from state import StateTransaction
 from tests.relay.chain import COLLATORS, MANAGER, OTHER, ROOT, Chain, fresh_machine, run
 from tests.relay.helpers import key
@@ -43,6 +52,17 @@ def outcome_map(result: BlockResult) -> dict[str, tuple[str, str | None]]:
 
 def register(chain: Chain, para: int = 2000) -> InputRecord:
     return chain.call(MANAGER, BroadcasterCall(CallKind.REGISTER_PUBLISHER, para).encode())
+
+
+def test_paid_execution_from_a_parachain_end_to_end() -> None:
+    chain = Chain()
+    chain.upward(2000, Xcm((
+        WithdrawAsset((Asset(Location(), 100),)),
+        BuyExecution(Asset(Location(), 100), WeightLimit()),
+        DepositAsset(AssetFilter(wild=0), Location.account(OTHER.public_key)),
+    )))
+    executed = events_of(run([chain.produce()])[0])[-1]
+    assert (executed["event"], executed["outcome"], executed["error"]) == ("MessageExecuted", "Complete", "")
 
 
 def test_register_then_publish_through_upward_xcm() -> None:
@@ -206,7 +226,7 @@ def test_records_json_round_trip() -> None:
 ACTIONS = st.lists(
     st.tuples(
         st.sampled_from(["publish", "publish_ttl", "register", "deregister", "delete", "garbage", "replay", "paid",
-                         "next_block"]),
+                         "unpaid", "next_block"]),
         st.sampled_from([1000, 2000, 2001, 3000]),
         st.integers(0, 5),
     ),
@@ -236,6 +256,12 @@ def build(actions: list[tuple[str, int, int]]) -> list[RelayBlock]:
         elif action == "replay" and last is not None:
             chain.raw(last.stream, last.origin, last.value)
         elif action == "paid":
+            last = chain.upward(para, Xcm((
+                WithdrawAsset((Asset(Location(), 10 * n),)),
+                BuyExecution(Asset(Location(), 10 * n), WeightLimit()),
+                DepositAsset(AssetFilter(wild=0), Location.account(OTHER.public_key)),
+            )))
+        elif action == "unpaid":
             last = chain.upward(para, Xcm((DepositAsset(AssetFilter(wild=0), Location.parachain(para)),)))
     blocks.append(chain.produce())
     return blocks
@@ -246,7 +272,7 @@ def build(actions: list[tuple[str, int, int]]) -> list[RelayBlock]:
 def test_block_application_is_deterministic(actions: list[tuple[str, int, int]]) -> None:
     blocks = build(actions)
     first = [canonical_json(r.to_json()) for r in run(blocks)]
-    second = [canonical_json(r.to_json()) for r in run(blocks)]
+    second = [canonical_json(r.to_json()) for r in run(blocks, restart=True)]
     assert first == second
 
 

@@ -137,6 +137,9 @@ def test_check_order_signature_before_membership_before_duplicate() -> None:
 
 def test_malformed_origin_and_json() -> None:
     assert admit(COLLATOR.sign(UPWARD, 1, b"x").encode(), origin="02000") == (Verdict.REJECT, "Malformed")
+    upper = ALICE_KEY.public_key.hex().upper()
+    signed = ALICE_KEY.sign(Topic("polkadot", "extrinsics", upper), 1, b"c").encode()
+    assert admit(signed, stream="extrinsics", origin=upper) == (Verdict.REJECT, "Malformed")
     with pytest.raises(EnvelopeDecodeError):
         Envelope.from_json({"from": "zz"})
 
