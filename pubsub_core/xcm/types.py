@@ -359,7 +359,7 @@ def _network(r: ScaleReader) -> NetworkId:
         r.take(32)
     elif index == 1:
         r.take(8 + 32)
-    elif index in (2, 3, 8, 9, 10):
+    elif index in (2, 3, 4, 5, 6, 8, 9, 10):
         pass
     elif index == 7:
         r.compact()
@@ -423,10 +423,54 @@ def _asset(r: ScaleReader) -> Asset:
 
 
 def _assets(r: ScaleReader) -> tuple[Asset, ...]:
+    """``Assets`` decode only sorted and deduplicated (``Assets::from_sorted_and_deduplicated``)."""
     count = r.compact()
     if count > MAX_ITEMS_IN_ASSETS:
         raise _Fail(f"{count} assets exceed the v5 bound of {MAX_ITEMS_IN_ASSETS}")
-    return tuple(_asset(r) for _ in range(count))
+    assets = tuple(_asset(r) for _ in range(count))
+    for first, second in zip(assets, assets[1:]):
+        if _location_key(first.id) >= _location_key(second.id):
+            raise _Fail("assets are not sorted and deduplicated")
+    return assets
+
+
+def _network_key(network: NetworkId | None) -> tuple[int, ...]:
+    """The derived ``Ord`` of ``Option<NetworkId>``: None first, then by variant and fields."""
+    if network is None:
+        return (0,)
+    payload = network.payload
+    if network.index == 1:
+        return (1, 1, int.from_bytes(payload[:8], "little"), *payload[8:])
+    if network.index == 7:
+        return (1, 7, ScaleReader(payload).compact())
+    return (1, network.index, *payload)
+
+
+def _junction_key(junction: Junction) -> tuple[object, ...]:
+    """The derived ``Ord`` of a ``Junction``: by variant index, then fields in declaration order."""
+    if isinstance(junction, Parachain):
+        return (0, junction.id)
+    if isinstance(junction, AccountId32):
+        return (1, _network_key(junction.network), junction.id)
+    if isinstance(junction, AccountIndex64):
+        return (2, _network_key(junction.network), junction.index)
+    if isinstance(junction, AccountKey20):
+        return (3, _network_key(junction.network), junction.key)
+    if isinstance(junction, PalletInstance):
+        return (4, junction.index)
+    if isinstance(junction, GeneralIndex):
+        return (5, junction.index)
+    if isinstance(junction, GeneralKey):
+        return (6, junction.length, junction.data)
+    if isinstance(junction, OnlyChild):
+        return (7,)
+    return (9, _network_key(junction.network))
+
+
+def _location_key(location: Location) -> tuple[object, ...]:
+    """The derived ``Ord`` of a fungible asset's ``AssetId(Location)``: parents, then ``Junctions`` variant
+    (its length), then junction by junction. Two fungible assets with equal ids must have been merged."""
+    return (location.parents, len(location.interior), tuple(_junction_key(j) for j in location.interior))
 
 
 def _filter(r: ScaleReader) -> AssetFilter:

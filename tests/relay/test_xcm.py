@@ -280,3 +280,22 @@ def test_publish_after_clear_origin_is_bad_origin() -> None:
     )
     outcome = executor.execute(txn, Location.parachain(1000), message, now=1)  # type: ignore[arg-type]
     assert outcome.error is not None and outcome.error.code is XcmErrorCode.BAD_ORIGIN and outcome.error.index == 3
+
+
+def test_assets_must_be_sorted_and_deduplicated() -> None:
+    relay, para = Asset(Location(), 1), Asset(Location.parachain(1000), 1)
+    sorted_ok = Xcm((WithdrawAsset((relay, para)),))
+    assert decode_versioned_xcm(encode_versioned_xcm(sorted_ok)) == sorted_ok
+    for bad in ((para, relay), (relay, Asset(Location(), 2))):
+        with pytest.raises(XcmDecodeError):
+            decode_versioned_xcm(encode_versioned_xcm(Xcm((WithdrawAsset(bad),))))
+
+
+def test_network_ids_of_v5_decode() -> None:
+    from pubsub_core.xcm.types import GlobalConsensus, NetworkId
+
+    for network in (NetworkId(2), NetworkId(4), NetworkId(7, b"\x04"), NetworkId(0, bytes(32))):
+        message = Xcm((TransferAsset((Asset(NATIVE, 1),), Location(1, (GlobalConsensus(network),))),))
+        assert decode_versioned_xcm(encode_versioned_xcm(message)) == message
+    with pytest.raises(XcmDecodeError):
+        decode_versioned_xcm(bytes.fromhex("0504040400000004010109" + "0b"))
