@@ -103,8 +103,17 @@ def test_every_supported_instruction_round_trips() -> None:
 
 @pytest.mark.parametrize(
     "hex_",
-    ["", "04", "0300", "0501", "0501ff", "050134" + "00" * 31, "05010a00", "0504" + "0a" * 4 + "0b",
-     "05" + "91010000" + "0a" * 100],
+    [
+        "",  # nothing
+        "0400",  # VersionedXcm::V4
+        "0504",  # one instruction declared, none present
+        "050434" + "00" * 31,  # Publish with a truncated key
+        "05040a00",  # a trailing byte
+        "05080a",  # two declared, one present
+        "0504ff",  # no such instruction
+        "050406",  # Transact: outside the subset
+        "059501" + "0a" * 101,  # 101 instructions: over the decode limit
+    ],
 )
 def test_malformed_xcm_is_a_typed_decode_error(hex_: str) -> None:
     with pytest.raises(XcmDecodeError):
