@@ -114,3 +114,41 @@ def test_twox_hashers_match_reference_vectors() -> None:
         "6aca18c1f7576767ccb238db4ccaedf239166324ac7ea24c870f96ab961f9654"
     )
     assert twox64_concat((2000).to_bytes(4, "little")).hex() == "63f5a4efb16ffa83d0070000"
+
+
+def test_broadcaster_events_equal_registry_encoding() -> None:
+    from pubsub_core.broadcaster import (
+        DataCleanedUp,
+        DataPublished,
+        KeyExpired,
+        KeysDeleted,
+        KeysForcedDeleted,
+        PublisherDeregistered,
+        PublisherRegistered,
+        decode_event,
+        event_from_json,
+    )
+
+    k = "0x" + bytes(range(32)).hex()
+    cases = [
+        (DataPublished(2000, 1), {"DataPublished": (2000, 1)}),
+        (PublisherRegistered(2000, bytes(range(32))), {"PublisherRegistered": (2000, k)}),
+        (PublisherDeregistered(2000), {"PublisherDeregistered": 2000}),
+        (DataCleanedUp(2000), {"DataCleanedUp": 2000}),
+        (KeyExpired(1000, bytes(range(32))), {"KeyExpired": (1000, k)}),
+        (KeysDeleted(2000, 2), {"KeysDeleted": (2000, 2)}),
+        (KeysForcedDeleted(2000, 3), {"KeysForcedDeleted": (2000, 3)}),
+    ]
+    for event, registry_form in cases:
+        assert event.encode() == scale_encode("BroadcasterEvent", registry_form)
+        assert decode_event(event.encode()) == event
+        assert event_from_json(event.to_json()) == event
+
+
+def test_broadcaster_error_indices_follow_the_reference_order() -> None:
+    from pubsub_core.broadcaster import NotRegistered, TooManyKeys, TotalStorageSizeExceeded, ValueTooLarge
+
+    assert ValueTooLarge(1, 2, 1).encode() == b"\x01"
+    assert TooManyKeys(1, bytes(32), 50).encode() == b"\x02"
+    assert TotalStorageSizeExceeded(1, 3000, 2048).encode() == b"\x03"
+    assert NotRegistered(3000).encode() == b"\x05"
