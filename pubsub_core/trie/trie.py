@@ -127,7 +127,7 @@ class Trie:
         nodes: dict[str, Node] = {}
         frontier = [("", self._root_node)] if self._root_node is not None else []
         while frontier:
-            wanted: list[str] = []
+            wanted: dict[str, bytes] = {}
             following: list[tuple[str, Node]] = []
             for path, node in frontier:
                 nodes[path] = node
@@ -143,12 +143,12 @@ class Trie:
                         assert inline is not None
                         following.append((child_path, inline))
                     else:
-                        wanted.append(child_path)
+                        wanted[child_path] = ref
             if wanted:
                 fetched = self.store.fetch(wanted)
-                for path in wanted:
+                for path, ref in wanted.items():
                     if path not in fetched:
-                        raise MissingNodeError(b"", self._root_hash, None, what=f"node at nibble path '{path}'")
+                        raise MissingNodeError(ref, self._root_hash, None, what=f"trie node at nibble path '{path}'")
                     following.append((path, fetched[path]))
             frontier = following
         return nodes
@@ -306,13 +306,18 @@ class _Batch:
             self.loaded.update(_prefetch(self.store, root, self.keys))
 
     def finish(self) -> dict[str, Node | None]:
-        """The node writes: new nodes by path, removals of vacated paths, unchanged nodes left out."""
+        """The node writes: new nodes by path, removals of vacated paths, nodes equal to the stored ones left out."""
         writes = self.writes
         for path in self.stale:
             if path not in writes:
                 writes[path] = None
         loaded = self.loaded
-        return {path: node for path, node in writes.items() if loaded.get(path) is not node}
+        changed: dict[str, Node | None] = {}
+        for path, node in writes.items():
+            old = loaded.get(path)
+            if old is None or node is None or old.encoded != node.encoded:
+                changed[path] = node
+        return changed
 
     def child(self, ref: bytes, path: str) -> Node:
         """The child node behind ``ref`` (decoded in place when inline, else loaded from the store)."""
@@ -382,6 +387,12 @@ class _Batch:
     def update_leaf(self, leaf: Node, full: str, depth: int, lo: int, hi: int) -> Node | None:
         """Merge changes into a leaf whose key is ``full``: its entry joins the inserts unless overridden."""
         keys, specs = self.keys, self.specs
+        if hi - lo == 1 and keys[lo] == full:
+            # The common update: a new value (or a delete) for exactly this leaf's key.
+            spec = specs[lo]
+            if leaf.value_hashed and (spec is None or not spec[1]):
+                self.value_writes[bytes.fromhex(full)] = None
+            return None if spec is None else Node.make(leaf.partial, spec[0], spec[1], None)
         ks: list[str] = []
         vs: list[_Spec | Node] = []
         pos = bisect_left(keys, full, lo, hi)
