@@ -1,0 +1,52 @@
+# Two commands do everything on a fresh machine, and are safe to run again:
+#   make demo   set up, then run the walking skeleton end to end on the embedded Kafka broker
+#   make test   set up, then run the whole test suite (Kafka and Spark tests included)
+# `make setup` alone creates .venv (pip install -e '.[dev]') and fetches the JVM jars with Maven into jvm/lib/.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PY_STAMP := $(VENV)/.installed
+JAR_STAMP := jvm/lib/.fetched
+POMS := jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-kafka/pom.xml
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test broker-stop clean-runtime check-tools
+
+setup: check-tools $(PY_STAMP) $(JAR_STAMP)
+
+# Java 17+ and Maven come from the distribution; installed here only when missing and we may (root + apt-get).
+check-tools:
+	@if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven; \
+	  else echo "make setup: install Java 17+ and Maven (e.g. apt-get install openjdk-17-jdk-headless maven)"; exit 1; fi; \
+	fi
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "make setup: Python >= 3.11 is needed as $(PYTHON)"; exit 1; }
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(PY_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+# Re-fetched only when a pom changes; the old jars are removed first so no stale version lingers.
+$(JAR_STAMP): $(POMS)
+	rm -rf jvm/lib/kafka jvm/lib/spark-kafka
+	mvn -B -q -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies
+	touch $@
+
+demo: setup
+	$(VENV)/bin/pubsub demo
+
+test: setup
+	$(PY) -m pytest tests -q -ra --durations=10 -p no:cacheprovider $(PYTEST_ARGS)
+
+broker-stop: | $(PY)
+	$(VENV)/bin/pubsub broker stop
+
+clean-runtime:
+	rm -rf .runtime

@@ -1,0 +1,42 @@
+"""The `pubsub` command: every subcommand's help, and produce -> consume through the real console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from producers.cli import COMMAND_MODULES, build_parser, main
+from streaming.settings import Settings
+
+MINE = ("demo", "broker", "produce", "job", "consume")
+
+
+@pytest.mark.parametrize("command", MINE)
+def test_each_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    assert "usage: pubsub " + command in capsys.readouterr().out
+
+
+def test_every_registered_module_adds_a_command() -> None:
+    choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert set(MINE) <= set(choices) and len(choices) >= len(COMMAND_MODULES)
+
+
+@pytest.mark.kafka
+def test_produce_then_consume_on_the_command_line(kafka_settings: Settings) -> None:
+    common = ["--bootstrap", str(kafka_settings.kafka_bootstrap), "--topic-prefix", "cli."]
+    run = [sys.executable, "-m", "producers.cli"]
+    produced = subprocess.run([*run, "produce", *common, "--input-topic", "events", "--count", "30", "--keys", "3"],
+                              capture_output=True, text=True, timeout=120)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run([*run, "consume", *common, "--topic", "events"], capture_output=True, text=True,
+                              timeout=120)
+    assert consumed.returncode == 0, consumed.stderr
+    lines = [json.loads(line) for line in consumed.stdout.splitlines()]
+    assert sorted(line["value"]["n"] for line in lines) == list(range(30))
+    assert {line["key"] for line in lines} == {"key-0", "key-1", "key-2"}

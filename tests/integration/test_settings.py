@@ -1,0 +1,59 @@
+"""The settings object: sources in order (defaults < TOML < environment < flags), validation, secrets never shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streaming.errors import SettingsError
+from streaming.settings import Secret, load_settings
+
+
+def test_later_sources_win(tmp_path: Path) -> None:
+    config = tmp_path / "pubsub.toml"
+    config.write_text('[pubsub]\ntopic_prefix = "kusama."\ntopic_partitions = 4\nspark_master = "local[1]"\n')
+    env = {"PUBSUB_CONFIG": str(config), "PUBSUB_SPARK_MASTER": "spark://127.0.0.1:7077"}
+    settings = load_settings(overrides={"topic_partitions": 3, "kafka_bootstrap": None}, environ=env)
+    assert settings.topic_prefix == "kusama."  # file
+    assert settings.spark_master == "spark://127.0.0.1:7077"  # environment over file
+    assert settings.topic_partitions == 3  # flag over file
+    assert settings.kafka_bootstrap is None  # a None flag is "not given"
+    assert settings.input == "kusama.skeleton-in"
+
+
+def test_the_password_is_never_printed() -> None:
+    settings = load_settings(
+        overrides={"kafka_bootstrap": "broker:9092", "kafka_security_protocol": "SASL_SSL",
+                   "kafka_sasl_mechanism": "PLAIN", "kafka_sasl_username": "u"},
+        environ={"PUBSUB_KAFKA_SASL_PASSWORD": "hunter2"},
+    )
+    assert isinstance(settings.kafka_sasl_password, Secret)
+    for shown in (repr(settings), str(settings), str(settings.describe())):
+        assert "hunter2" not in shown
+    assert settings.kafka_client_config()["sasl.password"] == "hunter2"
+    assert 'password="hunter2"' in settings.spark_kafka_options()["kafka.sasl.jaas.config"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name"),
+    [
+        ({"kafka_bootstrap": "no-port"}, "kafka_bootstrap"),
+        ({"topic_prefix": "bad prefix "}, "input_topic"),
+        ({"shuffle_partitions": 0}, "shuffle_partitions"),
+        ({"trigger_seconds": "soon"}, "trigger_seconds"),
+        ({"kafka_security_protocol": "TLS"}, "kafka_security_protocol"),
+        ({"no_such_setting": 1}, "no_such_setting"),
+    ],
+)
+def test_bad_values_are_typed_errors_naming_the_setting(overrides: dict[str, object], name: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings(overrides=overrides, environ={})
+    assert caught.value.name == name
+
+
+def test_an_unknown_key_in_the_file_names_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("typo_setting = 1\n")
+    with pytest.raises(SettingsError, match="bad.toml"):
+        load_settings(config_file=config, environ={})
