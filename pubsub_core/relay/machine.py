@@ -204,6 +204,7 @@ class RelayMachine:
         relay_root, child_roots = self._roots(txn)
         txn.put(_HEAD, b"", encode_u32(now) + header.hash)
         events = tuple(event_record(now, i, event) for i, event in enumerate(acc.events))
+        acc.outcomes.sort(key=_outcome_order)
         counts = {status: sum(1 for o in acc.outcomes if o.status is status) for status in Status}
         seal = BlockSeal(now, header.hash, header.parent_hash, header.session_index, relay_root, child_roots,
                          counts[Status.APPLIED], counts[Status.IGNORED], counts[Status.REJECTED], len(events))
@@ -370,6 +371,12 @@ class RelayMachine:
         ordered = {para: changes[para] for para in sorted(changes)}
         relay_root = tries.apply(child_changes=ordered)
         return relay_root, tuple((para, tries.child_root(para)) for para in ordered)
+
+
+def _outcome_order(outcome: RecordOutcome) -> tuple[int, tuple[int, int, str], int]:
+    """Outcomes are emitted in processing order: stream, origin, position."""
+    stream, origin, position = outcome.record_id.split("/")
+    return STREAMS.index(stream), _origin_order(stream, origin), int(position)
 
 
 def _included_key(stream: str, origin: str) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pubsub_core.broadcaster import Broadcaster
@@ -234,6 +234,12 @@ ACTIONS = st.lists(
 )
 
 
+TYPICAL = [("register", 2000, 0), ("publish", 2000, 3), ("publish_ttl", 1000, 2), ("replay", 1000, 0),
+           ("garbage", 2001, 4), ("paid", 2000, 5), ("unpaid", 3000, 0), ("next_block", 0, 0),
+           ("delete", 2000, 3), ("publish", 3000, 1), ("next_block", 0, 0), ("next_block", 0, 0),
+           ("deregister", 2000, 0), ("publish", 2000, 1)]
+
+
 def build(actions: list[tuple[str, int, int]]) -> list[RelayBlock]:
     chain = Chain()
     last: InputRecord | None = None
@@ -269,6 +275,7 @@ def build(actions: list[tuple[str, int, int]]) -> list[RelayBlock]:
 
 @settings(max_examples=25)
 @given(ACTIONS)
+@example(TYPICAL)
 def test_block_application_is_deterministic(actions: list[tuple[str, int, int]]) -> None:
     blocks = build(actions)
     first = [canonical_json(r.to_json()) for r in run(blocks)]
@@ -278,6 +285,7 @@ def test_block_application_is_deterministic(actions: list[tuple[str, int, int]])
 
 @settings(max_examples=25)
 @given(ACTIONS)
+@example(TYPICAL)
 def test_every_input_record_gets_exactly_one_outcome(actions: list[tuple[str, int, int]]) -> None:
     blocks = build(actions)
     for block, result in zip(blocks, run(blocks)):
@@ -290,6 +298,7 @@ def test_every_input_record_gets_exactly_one_outcome(actions: list[tuple[str, in
 
 @settings(max_examples=15)
 @given(ACTIONS)
+@example(TYPICAL)
 def test_relay_root_commits_to_every_child_root(actions: list[tuple[str, int, int]]) -> None:
     blocks = build(actions)
     machine, backend = fresh_machine()
