@@ -133,18 +133,19 @@ class RelayRouter:
                 router.schedule_para_cleanup(txn, para)
                 return ()
             case InitOpenChannel(recipient=recipient, max_places=places, max_message_size=size):
-                return (router.hrmp_init_open_channel(txn, self._para(origin, "hrmp_init_open_channel"), recipient, places, size),)
+                return (router.hrmp_init_open_channel(txn, self._para(txn, origin, "hrmp_init_open_channel"), recipient, places, size),)
             case AcceptOpenChannel(sender=sender):
-                return (router.hrmp_accept_open_channel(txn, self._para(origin, "hrmp_accept_open_channel"), sender),)
+                return (router.hrmp_accept_open_channel(txn, self._para(txn, origin, "hrmp_accept_open_channel"), sender),)
             case CloseChannel(channel=channel):
-                return (router.hrmp_close_channel(txn, self._para(origin, "hrmp_close_channel"), channel),)
+                return (router.hrmp_close_channel(txn, self._para(txn, origin, "hrmp_close_channel"), channel),)
             case unknown:
                 assert_never(unknown)
 
-    @staticmethod
-    def _para(origin: Origin, call: str) -> int:
+    def _para(self, txn: StateTransaction, origin: Origin, call: str) -> int:
+        """The para an HRMP call is signed by; it must not be offboarded."""
         if origin.kind is not OriginKind.PARA:
             raise RouterBadOrigin(call, origin, "a para")
+        self._check_valid(txn, origin.para_id)
         return origin.para_id
 
     def on_session_change(self, txn: StateTransaction, session_index: int, now: int) -> SessionChange:

@@ -89,8 +89,9 @@ def test_relay_router_runs_hrmp_dmp_ump_and_offboarding_through_the_block_machin
     assert check_invariants(txn, CONFIG) == []
 
     late = chain.signed(COLLATORS[2000], "horizontal", "2000", HorizontalRecord().encode()).record_id
+    late_call = para_call(chain, 2000, InitOpenChannel(2001, 1, 1).encode())
     rejected = relay.apply_block(backend, chain.produce())
-    assert statuses(rejected)[late] == ("rejected", "OffboardedPara")
+    assert statuses(rejected)[late] == statuses(rejected)[late_call] == ("rejected", "OffboardedPara")
 
 
 def test_relay_router_rejects_bad_horizontal_records_and_calls_by_type() -> None:
