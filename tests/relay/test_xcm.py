@@ -32,6 +32,7 @@ from pubsub_core.xcm import (
 from pubsub_core.xcm.barriers import Refused
 from pubsub_core.xcm.types import (
     AccountId32,
+    Parachain,
     Asset,
     AssetFilter,
     BuyExecution,
@@ -308,3 +309,33 @@ def test_network_ids_of_v5_decode() -> None:
         assert decode_versioned_xcm(encode_versioned_xcm(message)) == message
     with pytest.raises(XcmDecodeError):
         decode_versioned_xcm(bytes.fromhex("0504040400000004010109" + "0b"))
+
+
+# -- the scalecodec registry as a second opinion on the v5 layout -------------------------------------
+LOCATIONS = st.builds(
+    lambda parents, paras: Location(parents, tuple(Parachain(p) for p in paras)),
+    st.integers(0, 2),
+    st.lists(st.integers(0, 2**32 - 1), max_size=3),
+) | st.builds(lambda account: Location.account(account), st.binary(min_size=32, max_size=32))
+ASSETS = st.builds(lambda amount: (Asset(NATIVE, amount),), st.integers(0, 2**128 - 1)) | st.just(())
+INSTRUCTIONS = st.one_of(
+    st.builds(WithdrawAsset, ASSETS),
+    st.builds(TransferAsset, ASSETS, LOCATIONS),
+    st.just(ClearOrigin()),
+    st.builds(DepositAsset, st.sampled_from([AssetFilter(wild=0), AssetFilter(wild=2, count=3), AssetFilter()]),
+              LOCATIONS),
+    st.builds(BuyExecution, st.builds(Asset, st.just(NATIVE), st.integers(0, 2**64)),
+              st.sampled_from([WeightLimit(), WeightLimit(Weight(2**40, 7))])),
+    st.builds(SetTopic, st.binary(min_size=32, max_size=32)),
+    st.builds(Publish, st.binary(min_size=32, max_size=32), st.binary(max_size=64), st.integers(0, 2**32 - 1)),
+)
+
+
+@given(st.lists(INSTRUCTIONS, max_size=6))
+def test_versioned_xcm_layout_agrees_with_the_registry(instructions: list[object]) -> None:
+    from pubsub_core.codec.registry import scale_decode
+
+    data = encode_versioned_xcm(Xcm(tuple(instructions)))  # type: ignore[arg-type]
+    decoded = scale_decode("VersionedXcm", data)
+    assert scale_encode("VersionedXcm", decoded) == data
+    assert len(decoded["V5"]) == len(instructions)
