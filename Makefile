@@ -13,7 +13,7 @@ JAR_STAMP := jvm/lib/.fetched
 POMS := jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-kafka/pom.xml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test broker-stop clean-runtime check-tools
+.PHONY: setup demo test typecheck broker-stop clean-runtime check-tools
 
 setup: check-tools $(PY_STAMP) $(JAR_STAMP)
 
@@ -44,6 +44,11 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest tests -q -ra --durations=10 -p no:cacheprovider $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory typecheck
+
+# Strict mypy over the packages configured in pyproject.toml (pubsub_core, state).
+typecheck: setup
+	$(PY) -m mypy
 
 broker-stop: | $(PY)
 	$(VENV)/bin/pubsub broker stop

@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "producers.commands.produce",
     "producers.commands.job",
     "producers.commands.consume",
+    "producers.commands.simulate",
+    "producers.commands.workload",
 )
 
 

@@ -2,8 +2,8 @@
 
 Run it with `pubsub job`, `python -m streaming.job`, or spark-submit (this file is the application). With
 --available-now it processes everything in the input topic and stops; otherwise it runs one micro-batch per
-trigger interval until stopped (SIGTERM/SIGINT stop it after the current batch; the checkpoint makes a restart,
-even after SIGKILL, continue where the last committed batch ended).
+trigger interval until SIGTERM/SIGINT stops the query; the checkpoint makes a restart, even after SIGKILL,
+continue where the last committed batch ended.
 """
 
 from __future__ import annotations
@@ -122,18 +122,18 @@ def run_job(
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags shared by `pubsub job` and `python -m streaming.job`."""
-    parser.add_argument("--config", type=Path, help="TOML settings file (default: $PUBSUB_CONFIG)")
-    parser.add_argument("--bootstrap", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else embedded)")
-    parser.add_argument("--master", help="Spark master URL (default: local[2]; $PUBSUB_SPARK_MASTER)")
-    parser.add_argument("--topic-prefix", help="realm prefix of every topic (default: polkadot.)")
-    parser.add_argument("--input-topic", help="input topic, without the prefix (default: skeleton-in)")
-    parser.add_argument("--output-topic", help="output topic, without the prefix (default: skeleton-out)")
-    parser.add_argument("--rejected-topic", help="topic for rejected input, without the prefix (default: rejected)")
-    parser.add_argument("--checkpoint", type=Path, help="checkpoint folder (default: .runtime/checkpoints/skeleton)")
-    parser.add_argument("--trigger-seconds", type=float, help="micro-batch interval in seconds (default: 1)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, help="at most this many input records per batch")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else embedded)")
+    parser.add_argument("--master", metavar="URL", help="Spark master URL (default: local[2]; $PUBSUB_SPARK_MASTER)")
+    parser.add_argument("--topic-prefix", metavar="PREFIX", help="realm prefix of every topic (default: polkadot.)")
+    parser.add_argument("--input-topic", metavar="NAME", help="input topic, without the prefix (default: skeleton-in)")
+    parser.add_argument("--output-topic", metavar="NAME", help="output topic, without the prefix (default: skeleton-out)")
+    parser.add_argument("--rejected-topic", metavar="NAME", help="topic for rejected input, without the prefix (default: rejected)")
+    parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: .runtime/checkpoints/skeleton)")
+    parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
+    parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many input records per batch")
     parser.add_argument("--available-now", action="store_true", help="process what is in the topic, then stop")
-    parser.add_argument("--run-seconds", type=float, help="stop after this many seconds (default: run until stopped)")
+    parser.add_argument("--run-seconds", type=float, metavar="S", help="stop after this many seconds (default: run until stopped)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

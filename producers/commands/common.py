@@ -18,11 +18,11 @@ console = Console(stderr=True, highlight=False)
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     """--config, --bootstrap and --topic-prefix, which every Kafka-facing command takes."""
-    parser.add_argument("--config", type=Path, help="TOML settings file (default: $PUBSUB_CONFIG)")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
     parser.add_argument(
-        "--bootstrap", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else the embedded broker)"
+        "--bootstrap", metavar="HOST:PORT", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else the embedded broker)"
     )
-    parser.add_argument("--topic-prefix", help="realm prefix of every topic (default: polkadot.)")
+    parser.add_argument("--topic-prefix", metavar="PREFIX", help="realm prefix of every topic (default: polkadot.)")
 
 
 def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:

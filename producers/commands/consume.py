@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_kafka_arguments(parser)
-    parser.add_argument("--topic", help="topic without the prefix (default: the job's output topic)")
+    parser.add_argument("--topic", metavar="NAME", help="topic without the prefix (default: the job's output topic)")
     parser.add_argument("--rejected", action="store_true", help="read the rejected-input topic instead")
     parser.set_defaults(func=run)
 

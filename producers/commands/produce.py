@@ -23,12 +23,12 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_kafka_arguments(parser)
-    parser.add_argument("--input-topic", help="input topic without the prefix (default: skeleton-in)")
+    parser.add_argument("--input-topic", metavar="NAME", help="input topic without the prefix (default: skeleton-in)")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--count", type=int, default=100, help="how many synthetic records (default: 100)")
-    source.add_argument("--event-log", type=Path, help="a JSON-lines event log to send instead")
-    parser.add_argument("--keys", type=int, default=8, help="distinct keys of the synthetic records (default: 8)")
-    parser.add_argument("--start", type=int, default=0, help="sequence number of the first synthetic record")
+    source.add_argument("--count", type=int, default=100, metavar="N", help="how many synthetic records (default: 100)")
+    source.add_argument("--event-log", type=Path, metavar="FILE", help="a JSON-lines event log to send instead")
+    parser.add_argument("--keys", type=int, default=8, metavar="K", help="distinct keys of the synthetic records (default: 8)")
+    parser.add_argument("--start", type=int, default=0, metavar="N", help="sequence number of the first synthetic record")
     parser.set_defaults(func=run)
 
 

@@ -1,0 +1,310 @@
+"""Seeded synthetic event logs for the simulator and the streaming job (input generation, not protocol).
+
+``LogBuilder`` authors one realm's log the way real producers would: it signs envelopes, numbers each
+(stream, origin)'s records, and writes blocks whose manifests include everything sent since the previous
+block. ``generate(spec)`` drives it into a workload: registrations, subscriptions, Publish traffic with a TTL
+mix, downward and horizontal messages, and a fraction of bad records of several kinds. Every choice comes
+from ``random.Random`` seeded by the spec, so a spec always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pubsub_core.codec.scale import encode_bytes, encode_compact, encode_u32
+from pubsub_core.envelope import KeyRegistry, Signer, Topic
+from pubsub_core.hashing import blake2_256
+from pubsub_core.relay import BlockHeader, BroadcasterCall, CallKind, Genesis, InputRecord, canonical_json
+from pubsub_core.router.calls import AcceptOpenChannel, HorizontalRecord, InitOpenChannel, SendDownward
+from pubsub_core.router.records import OutboundHrmpMessage
+from pubsub_core.simulator import GenesisRecord, SetSubscriptions
+from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
+from pubsub_core.xcm.executor import sovereign_account
+from pubsub_core.xcm.types import ClearOrigin
+
+__all__ = ["BAD_KINDS", "LogBuilder", "WorkloadSpec", "generate", "minimal_example", "parse_ttl_mix"]
+
+BAD_KINDS = (
+    "bad_signature", "replayed_seqno", "oversize", "malformed_json", "non_publish", "unregistered",
+    "unknown_topic", "bad_hex",
+)
+"""The kinds of bad records ``generate`` mixes in; docs/simulator.md gives the outcome of each."""
+
+MAX_POV_SIZE = 5 * 1024 * 1024
+PUBLISHES_PER_MESSAGE = 16
+
+
+def signer(label: str) -> Signer:
+    """A fixed ed25519 key named by ``label`` (the same key in every run)."""
+    return Signer(blake2_256(b"rfc0160/workload/" + label.encode()))
+
+
+def published_key(publisher: int, index: int) -> bytes:
+    """The ``index``-th 32-byte key a publisher uses: Blake2-256 of ``"<publisher>/key-<index>"``."""
+    return blake2_256(f"{publisher}/key-{index}".encode())
+
+
+@dataclass
+class LogBuilder:
+    """One realm's event log, line by line."""
+
+    realm: str = "polkadot"
+    lines: list[str] = field(default_factory=list)
+    number: int = 0
+    session: int = 0
+    positions: dict[tuple[str, str], int] = field(default_factory=dict)
+    seqnos: dict[tuple[str, str, bytes], int] = field(default_factory=dict)
+    since_block: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def line(self, topic: str, key: str, value: object) -> None:
+        self.lines.append(canonical_json({"topic": topic, "key": key, "value": value}))
+
+    def genesis(self, registry: KeyRegistry, genesis: Genesis) -> None:
+        self.line(f"{self.realm}.genesis", self.realm, GenesisRecord(registry, genesis).to_json())
+
+    def raw(self, stream: str, origin: str, value: bytes) -> InputRecord:
+        """Append a record of arbitrary bytes at the next position of (stream, origin)."""
+        position = self.positions.get((stream, origin), 0)
+        self.positions[(stream, origin)] = position + 1
+        self.since_block[(stream, origin)] = position
+        record = InputRecord(stream, origin, position, value)
+        self.line(f"{self.realm}.{stream}", origin, record.to_json())
+        return record
+
+    def signed(self, key: Signer, stream: str, origin: str, data: bytes, seqno: int | None = None) -> InputRecord:
+        """Sign ``data`` as the next (or the given) seqno of ``key`` on (stream, origin) and append it."""
+        slot = (stream, origin, key.public_key)
+        number = self.seqnos.get(slot, 0) + 1 if seqno is None else seqno
+        self.seqnos[slot] = max(self.seqnos.get(slot, 0), number)
+        return self.raw(stream, origin, key.sign(Topic(self.realm, stream, origin), number, data).encode())
+
+    def publish(self, para: int, key: Signer, items: list[tuple[bytes, bytes, int]]) -> InputRecord:
+        """One upward message of ``para`` with a Publish per (key, value, ttl)."""
+        message = Xcm(tuple(Publish(k, v, ttl) for k, v, ttl in items))
+        return self.signed(key, "upward", str(para), encode_versioned_xcm(message))
+
+    def block(self, max_pov_size: int = MAX_POV_SIZE) -> BlockHeader:
+        """A block including every record appended since the previous block."""
+        self.number += 1
+        manifest = tuple(sorted((s, o, p) for (s, o), p in self.since_block.items()))
+        header = BlockHeader(self.number, self.block_hash(self.number), self.block_hash(self.number - 1),
+                             max_pov_size, self.session, manifest)
+        self.since_block = {}
+        self.line(f"{self.realm}.blocks", str(self.number), header.to_json())
+        return header
+
+    def block_hash(self, number: int) -> bytes:
+        return bytes(32) if number == 0 else blake2_256(f"{self.realm}/block/{number}".encode())
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What ``pubsub workload`` generates (its flags, one to one)."""
+
+    seed: int = 0
+    blocks: int = 20
+    publishers: int = 2
+    system_publishers: int = 1
+    subscribers: int = 2
+    keys: int = 6
+    subscribed_keys: int = 4
+    value_min: int = 8
+    value_max: int = 64
+    update_rate: float = 0.3
+    ttl_mix: tuple[tuple[int, float], ...] = ((0, 0.8), (5, 0.2))
+    bad_records: float = 0.05
+    dmp_rate: float = 0.2
+    quiet_blocks: int = 3
+    max_pov_size: int = MAX_POV_SIZE
+    realm: str = "polkadot"
+
+    def __post_init__(self) -> None:
+        if self.max_pov_size < 0:
+            raise ValueError("max_pov_size cannot be negative")
+        if self.blocks < 1 or self.keys < 1 or self.publishers < 0 or self.system_publishers < 0:
+            raise ValueError("blocks and keys must be at least 1, publisher counts non-negative")
+        if self.publishers + self.system_publishers < 1:
+            raise ValueError("a workload needs at least one publisher")
+        if not 0 <= self.value_min <= self.value_max <= 1024:
+            raise ValueError("need 0 <= value-min <= value-max <= 1024 (XCM's MaxPublishValueLength)")
+        if self.keys * (32 + self.value_max) > 2048:
+            raise ValueError(f"{self.keys} keys of up to {self.value_max} bytes exceed a publisher's 2048-byte "
+                             "MaxTotalStorageSize; lower --keys or --value-max")
+        if not (0 <= self.update_rate <= 1 and 0 <= self.bad_records <= 1 and 0 <= self.dmp_rate <= 1):
+            raise ValueError("rates and fractions are in [0, 1]")
+        if not self.ttl_mix or any(ttl < 0 or w < 0 for ttl, w in self.ttl_mix) or sum(w for _, w in self.ttl_mix) <= 0:
+            raise ValueError("the TTL mix needs non-negative TTLs and weights with a positive sum")
+
+
+def parse_ttl_mix(text: str) -> tuple[tuple[int, float], ...]:
+    """``"0:0.8,5:0.2"`` -> ((0, 0.8), (5, 0.2)): TTL in blocks (0 = never expires) and its weight."""
+    try:
+        pairs = tuple((int(ttl), float(weight)) for ttl, weight in (part.split(":") for part in text.split(",")))
+    except ValueError as exc:
+        raise ValueError(f"a TTL mix is ttl:weight[,ttl:weight...], got {text!r}") from exc
+    return pairs
+
+
+@dataclass
+class _Actors:
+    manager: Signer
+    root: Signer
+    collators: dict[int, Signer]
+    system: list[int]
+    registered: list[int]
+    subscribers: list[int]
+    unregistered: int
+
+    @property
+    def publishers(self) -> list[int]:
+        return self.system + self.registered
+
+
+def _actors(spec: WorkloadSpec) -> _Actors:
+    system = [1000 + i for i in range(spec.system_publishers)]
+    registered = [2000 + i for i in range(spec.publishers)]
+    subscribers = [3000 + i for i in range(spec.subscribers)]
+    unregistered = 2999
+    paras = system + registered + subscribers + [unregistered]
+    return _Actors(signer("manager"), signer("root"), {p: signer(f"collator/{p}") for p in paras}, system,
+                   registered, subscribers, unregistered)
+
+
+def _subscription(rng: random.Random, spec: WorkloadSpec, publishers: list[int]) -> SetSubscriptions:
+    pairs = [(p, i) for p in publishers for i in range(spec.keys)]
+    chosen = rng.sample(pairs, min(spec.subscribed_keys, len(pairs)))
+    mapping: dict[int, set[bytes]] = {}
+    for para, index in chosen:
+        mapping.setdefault(para, set()).add(published_key(para, index))
+    return SetSubscriptions(tuple((p, tuple(sorted(keys))) for p, keys in sorted(mapping.items())))
+
+
+def generate(spec: WorkloadSpec, counts: Counter[str] | None = None) -> Iterator[list[str]]:
+    """The workload's lines, one list per relay block (the set-up and genesis come with block 1).
+
+    ``counts``, if given, is filled with what was generated: publishes, bad records by kind, and so on.
+    """
+    rng = random.Random(spec.seed)
+    tally: Counter[str] = counts if counts is not None else Counter()
+    actors = _actors(spec)
+    log = LogBuilder(spec.realm)
+    registry = KeyRegistry(
+        para_keys={p: frozenset({s.public_key}) for p, s in actors.collators.items()},
+        accounts=frozenset({actors.manager.public_key}),
+        root_keys=frozenset({actors.root.public_key}),
+    )
+    endowments = [(actors.manager.public_key, 10**6)] + [(sovereign_account(p), 10**15) for p in actors.subscribers]
+    log.genesis(registry, Genesis(tuple(sorted(endowments)),
+                                  tuple((p, actors.manager.public_key) for p in actors.registered)))
+    account = actors.manager.public_key.hex()
+    ttls, weights = [t for t, _ in spec.ttl_mix], [w for _, w in spec.ttl_mix]
+    dmq_pending: dict[int, list[int]] = {p: [] for p in actors.subscribers}
+    sent: list[InputRecord] = []
+    total_blocks = spec.blocks + spec.quiet_blocks
+    emitted = 0
+    for number in range(1, total_blocks + 1):
+        quiet = number > spec.blocks
+        if number == 1:
+            for para in actors.registered:
+                log.signed(actors.manager, "extrinsics", account, BroadcasterCall(CallKind.REGISTER_PUBLISHER, para).encode())
+                tally["registrations"] += 1
+            if len(actors.subscribers) >= 2:
+                first, second = actors.subscribers[:2]
+                log.signed(actors.collators[first], "extrinsics", f"para:{first}", InitOpenChannel(second, 8, 1024).encode())
+                log.signed(actors.collators[second], "extrinsics", f"para:{second}", AcceptOpenChannel(first).encode())
+        if number == 2:
+            log.session += 1  # the session change opens the HRMP channel requested in block 1
+        if number == 1 or (number == spec.blocks // 2 + 1 and not quiet):
+            for para in actors.subscribers:
+                if number == 1 or rng.random() < 0.5:
+                    call = _subscription(rng, spec, actors.publishers)
+                    log.signed(actors.collators[para], "extrinsics", f"para:{para}", call.encode())
+                    tally["subscription calls"] += 1
+        if not quiet:
+            for para in actors.publishers:
+                items = [
+                    (published_key(para, i), rng.randbytes(rng.randint(spec.value_min, spec.value_max)),
+                     rng.choices(ttls, weights)[0])
+                    for i in range(spec.keys) if rng.random() < spec.update_rate
+                ]
+                for chunk in range(0, len(items), PUBLISHES_PER_MESSAGE):
+                    batch = items[chunk: chunk + PUBLISHES_PER_MESSAGE]
+                    sent.append(log.publish(para, actors.collators[para], batch))
+                    tally["publishes"] += len(batch)
+                    tally["upward messages"] += 1
+                    if rng.random() < spec.bad_records:
+                        _bad(rng, log, actors, sent, tally)
+            for para in actors.subscribers:
+                if rng.random() < spec.dmp_rate:
+                    log.signed(actors.root, "extrinsics", "root", SendDownward(para, rng.randbytes(rng.randint(16, 256))).encode())
+                    dmq_pending[para].append(number)
+                    tally["downward messages"] += 1
+        for index, para in enumerate(actors.subscribers):
+            processed = sum(1 for at in dmq_pending[para] if at < number)
+            dmq_pending[para] = [at for at in dmq_pending[para] if at >= number]
+            messages: tuple[OutboundHrmpMessage, ...] = ()
+            if index == 0 and len(actors.subscribers) >= 2 and number >= 3 and not quiet and rng.random() < 0.5:
+                messages = (OutboundHrmpMessage(actors.subscribers[1], rng.randbytes(rng.randint(16, 512))),)
+                tally["horizontal messages"] += 1
+            record = HorizontalRecord(messages, processed, number - 1)
+            log.signed(actors.collators[para], "horizontal", str(para), record.encode())
+        log.block(spec.max_pov_size)
+        tally["blocks"] += 1
+        yield log.lines[emitted:]
+        emitted = len(log.lines)
+
+
+def _bad(rng: random.Random, log: LogBuilder, actors: _Actors, sent: list[InputRecord], tally: Counter[str]) -> None:
+    """Append one bad record of a random kind."""
+    kind = rng.choice(BAD_KINDS)
+    tally[f"bad: {kind}"] += 1
+    para = rng.choice(actors.publishers)
+    origin, collator = str(para), actors.collators[para]
+    item = (published_key(para, 0), b"\x01", 0)
+    if kind == "bad_signature":
+        envelope = bytearray(collator.sign(Topic(log.realm, "upward", origin), 10**9, _publish_bytes([item])).encode())
+        envelope[-1] ^= 0xFF
+        log.raw("upward", origin, bytes(envelope))
+    elif kind == "replayed_seqno":
+        earlier = rng.choice(sent)
+        log.raw(earlier.stream, earlier.origin, earlier.value)
+    elif kind == "oversize":
+        publish = bytes((0x34,)) + item[0] + encode_bytes(b"\x00" * 1025) + encode_u32(0)
+        log.signed(collator, "upward", origin, b"\x05" + encode_compact(1) + publish)
+    elif kind == "non_publish":
+        log.signed(collator, "upward", origin, encode_versioned_xcm(Xcm((ClearOrigin(),))))
+    elif kind == "unregistered":
+        other = actors.unregistered
+        log.publish(other, actors.collators[other], [(published_key(other, 0), b"\x02", 0)])
+    elif kind == "malformed_json":
+        log.lines.append('{"topic": "' + log.realm + '.upward", "key": "' + origin + '", "value": {')
+    elif kind == "unknown_topic":
+        log.lines.append(canonical_json({"topic": f"{log.realm}.sideways", "key": origin, "value": {}}))
+    else:
+        value = {"stream": "upward", "origin": origin, "position": 10**6, "value": "0xzz"}
+        log.lines.append(json.dumps({"topic": f"{log.realm}.upward", "key": origin, "value": value}, sort_keys=True))
+
+
+def _publish_bytes(items: list[tuple[bytes, bytes, int]]) -> bytes:
+    return encode_versioned_xcm(Xcm(tuple(Publish(k, v, t) for k, v, t in items)))
+
+
+def minimal_example() -> list[str]:
+    """examples/minimal.jsonl: system para 1000 publishes keys "price" and "volume", para 3000 subscribes to both.
+    Block 1 carries the subscription, block 2 publishes both keys, block 3 updates "price"."""
+    log = LogBuilder("polkadot")
+    publisher, subscriber = signer("collator/1000"), signer("collator/3000")
+    log.genesis(KeyRegistry(para_keys={1000: frozenset({publisher.public_key}), 3000: frozenset({subscriber.public_key})}),
+                Genesis())
+    price, volume = blake2_256(b"price"), blake2_256(b"volume")
+    log.signed(subscriber, "extrinsics", "para:3000", SetSubscriptions(((1000, tuple(sorted((price, volume)))),)).encode())
+    log.block()
+    log.publish(1000, publisher, [(price, b"42", 0), (volume, b"1000", 0)])
+    log.block()
+    log.publish(1000, publisher, [(price, b"43", 0)])
+    log.block()
+    return log.lines
