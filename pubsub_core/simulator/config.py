@@ -1,0 +1,87 @@
+"""The simulator's configuration: the relay, router and subscriber settings every realm runs with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from pubsub_core.broadcaster import BroadcasterConfig
+from pubsub_core.envelope import AdmissionConfig, KeyRegistry
+from pubsub_core.errors import PubSubError
+from pubsub_core.relay import RelayConfig
+from pubsub_core.router import RouterConfig
+from pubsub_core.simulator.errors import SimulatorError
+from pubsub_core.subscriber import SubscriberConfig
+
+__all__ = ["ConfigError", "SimulatorConfig"]
+
+
+class ConfigError(SimulatorError):
+    """A configuration file section or field we do not know, or a value its config object refuses."""
+
+    def __init__(self, section: str, detail: str) -> None:
+        super().__init__(f"config section {section!r}: {detail}")
+        self.section = section
+        self.detail = detail
+
+
+def _build(section: str, cls: type[Any], values: object) -> Any:
+    if not isinstance(values, Mapping):
+        raise ConfigError(section, "expected a JSON object")
+    known = {f.name: f for f in fields(cls)}
+    for name, value in values.items():
+        if name not in known:
+            raise ConfigError(section, f"unknown field {name!r} (known: {', '.join(sorted(known))})")
+        if value is not None and not isinstance(value, int):
+            raise ConfigError(section, f"field {name!r} takes an integer, a boolean or null, got {value!r}")
+    try:
+        return cls(**values)
+    except (TypeError, ValueError, PubSubError) as exc:
+        raise ConfigError(section, str(exc)) from exc
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    """Settings shared by every realm of a run; a realm's key registry comes from its ``genesis`` record.
+
+    ``default_realm`` names the realm whose ``rejected`` topic receives lines that name no realm.
+    """
+
+    default_realm: str = "polkadot"
+    broadcaster: BroadcasterConfig = field(default_factory=BroadcasterConfig)
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    subscriber: SubscriberConfig = field(default_factory=SubscriberConfig)
+    max_publish_instructions: int = 16
+    idle_weight: int = 250_000_000_000
+
+    def relay_config(self, realm: str, registry: KeyRegistry) -> RelayConfig:
+        """The block machine's config for ``realm``: envelopes must be signed for that realm."""
+        return RelayConfig(
+            registry=registry,
+            admission=replace(self.admission, realm=realm),
+            broadcaster=self.broadcaster,
+            max_publish_instructions=self.max_publish_instructions,
+            idle_weight=self.idle_weight,
+        )
+
+    @classmethod
+    def from_json(cls, body: object) -> SimulatorConfig:
+        """From ``{"default_realm": ..., "broadcaster": {...}, "admission": {...}, "router": {...},
+        "subscriber": {...}, "max_publish_instructions": n, "idle_weight": n}``; every key optional."""
+        if not isinstance(body, Mapping):
+            raise ConfigError("", "the configuration is a JSON object")
+        sections = {"broadcaster": BroadcasterConfig, "admission": AdmissionConfig, "router": RouterConfig,
+                    "subscriber": SubscriberConfig}
+        values: dict[str, Any] = {}
+        for name, value in body.items():
+            if name in sections:
+                values[name] = _build(name, sections[name], value)
+            elif name == "default_realm" and isinstance(value, str):
+                values[name] = value
+            elif name in ("max_publish_instructions", "idle_weight") and isinstance(value, int):
+                values[name] = value
+            else:
+                raise ConfigError(name, f"unknown key or bad value {value!r}")
+        return cls(**values)

@@ -1,0 +1,247 @@
+"""The simulator's records: event-log input lines, the Stage R -> Stage S relay view, and output lines.
+
+An event-log line is ``{"topic": "<realm>.<stream>", "key": ..., "value": ...}``; an output line is
+``{"topic": "<realm>.<kind>", "key": ..., "id": ..., "value": ...}`` in canonical JSON (sorted keys, no
+spaces), so two runs compare byte for byte. docs/simulator.md lists every topic and value schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pubsub_core.envelope import KeyRegistry
+from pubsub_core.relay import BlockHeader, ForwardedCall, Genesis, InputRecord, canonical_json
+from pubsub_core.simulator.errors import IngestError
+
+__all__ = [
+    "GenesisRecord",
+    "INPUT_STREAMS",
+    "LogRecord",
+    "OutputRecord",
+    "RelayView",
+    "SimOutcome",
+    "SubscriberCallFailed",
+    "decode_value",
+    "parse_line",
+    "split_topic",
+]
+
+INPUT_STREAMS = ("upward", "horizontal", "extrinsics")
+"""Streams carrying ``InputRecord`` values; ``blocks`` carries headers and ``genesis`` the realm's set-up."""
+
+_STREAMS = (*INPUT_STREAMS, "blocks", "genesis")
+
+
+def _hex(data: bytes) -> str:
+    return "0x" + data.hex()
+
+
+def _unhex(text: object) -> bytes:
+    value = str(text)
+    if not value.startswith("0x"):
+        raise ValueError(f"expected 0x-prefixed hex, got {value[:20]!r}")
+    return bytes.fromhex(value[2:])
+
+
+@dataclass(frozen=True, slots=True)
+class GenesisRecord:
+    """A realm's set-up (topic ``<realm>.genesis``): who may sign for whom, balances and para managers."""
+
+    registry: KeyRegistry
+    genesis: Genesis
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "registry": self.registry.to_json(),
+            "endowments": {_hex(account): amount for account, amount in self.genesis.endowments},
+            "para_managers": {str(para): _hex(manager) for para, manager in self.genesis.para_managers},
+        }
+
+    @classmethod
+    def from_json(cls, body: object) -> GenesisRecord:
+        if not isinstance(body, dict):
+            raise ValueError("a genesis value is a JSON object")
+        registry = body.get("registry", {})
+        endowments = body.get("endowments", {})
+        managers = body.get("para_managers", {})
+        if not isinstance(registry, dict) or not isinstance(endowments, dict) or not isinstance(managers, dict):
+            raise ValueError("registry, endowments and para_managers are JSON objects")
+        genesis = Genesis(
+            endowments=tuple(sorted((_unhex(a), int(v)) for a, v in endowments.items())),
+            para_managers=tuple(sorted((int(p), _unhex(m)) for p, m in managers.items())),
+        )
+        return cls(KeyRegistry.from_json(registry), genesis)
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One parsed event-log line: realm, stream, key, ``offset`` (its index among its topic's lines) and the
+    decoded value: an ``InputRecord``, a ``BlockHeader`` or a ``GenesisRecord``."""
+
+    realm: str
+    stream: str
+    key: str
+    offset: int
+    value: InputRecord | BlockHeader | GenesisRecord
+
+    @property
+    def topic(self) -> str:
+        return f"{self.realm}.{self.stream}"
+
+    @property
+    def log_id(self) -> str:
+        """``<topic>@<offset>``: the line's place in its topic, stable when topics are interleaved differently."""
+        return f"{self.topic}@{self.offset}"
+
+    def to_line(self) -> str:
+        return canonical_json({"topic": self.topic, "key": self.key, "value": self.value.to_json()})
+
+
+def split_topic(topic: str) -> tuple[str, str]:
+    """``"polkadot.upward"`` -> ``("polkadot", "upward")``; ``IngestError`` for a topic we do not read."""
+    realm, dot, stream = topic.rpartition(".")
+    if not dot or not realm or stream not in _STREAMS:
+        raise IngestError("UnknownTopic", f"{topic!r} is not <realm>.<{'|'.join(_STREAMS)}>", topic)
+    return realm, stream
+
+
+def parse_line(text: str) -> tuple[str, str, object]:
+    """The (topic, key, value) of one line; ``IngestError`` (``MalformedJson``) when it is not such an object."""
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IngestError("MalformedJson", f"not JSON: {exc}", text) from exc
+    if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str) or "value" not in entry:
+        raise IngestError("MalformedJson", "expected an object with a string topic and a value", text)
+    key = entry.get("key")
+    value = entry["value"]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise IngestError("MalformedRecord", f"the value string is not JSON: {exc}", text) from exc
+    return entry["topic"], "" if key is None else str(key), value
+
+
+def decode_value(realm: str, stream: str, key: str, value: object) -> InputRecord | BlockHeader | GenesisRecord:
+    """Decode a value of ``stream``; ``IngestError`` (``MalformedRecord`` or ``KeyMismatch``) if it is not one."""
+    try:
+        decoded: InputRecord | BlockHeader | GenesisRecord
+        if stream == "blocks":
+            decoded = BlockHeader.from_json(value)
+        elif stream == "genesis":
+            decoded = GenesisRecord.from_json(value)
+        else:
+            decoded = InputRecord.from_json(value)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IngestError("MalformedRecord", f"not a {stream} value: {type(exc).__name__}: {exc}") from exc
+    if isinstance(decoded, InputRecord):
+        if decoded.stream != stream or decoded.origin != key:
+            raise IngestError(
+                "KeyMismatch", f"record {decoded.record_id} on topic {realm}.{stream} with key {key!r}"
+            )
+        if decoded.position < 0:
+            raise IngestError("MalformedRecord", f"negative position {decoded.position}")
+    return decoded
+
+
+@dataclass(frozen=True, slots=True)
+class SimOutcome:
+    """An outcome decided by the simulator rather than the block machine: a line refused at ingest (``block``
+    None, ``record`` the line's ``<topic>@<offset>``), or, at the end of the input, a record no block included
+    or a block that never got its records. Same JSON shape as the relay's ``RecordOutcome``."""
+
+    block: int | None
+    record: str
+    status: str
+    reason: str
+    detail: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"block": self.block, "record": self.record, "status": self.status, "reason": self.reason,
+                "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriberCallFailed:
+    """A forwarded subscriber call that did not apply (the ``ExtrinsicFailed`` analogue): the relay included it
+    (its record outcome is ``applied``); the subscriber side refused it with ``reason``."""
+
+    block: int
+    record: str
+    subscriber: int | None
+    reason: str
+    detail: str
+
+    @property
+    def id(self) -> str:
+        return f"call/{self.record}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "kind": "CallFailed", "block": self.block, "record": self.record,
+                "subscriber": self.subscriber, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class RelayView:
+    """Stage R -> Stage S, one per subscriber per relay block (the ``relay-proofs`` record, key: subscriber).
+
+    ``nodes`` prove, against ``relay_root``, every key the subscriber had declared before this block (main-trie
+    paths to its publishers' child roots and child-trie paths to its keys); the subscriber's collator prunes
+    them. ``dmq_sizes`` / ``hrmp_sizes`` are its pending inbound message sizes in into_abridged order;
+    ``calls`` the subscriber calls this block included, applied after the proof.
+    """
+
+    realm: str
+    subscriber: int
+    number: int
+    hash: bytes
+    relay_root: bytes
+    max_pov_size: int
+    dmq_sizes: tuple[int, ...]
+    hrmp_sizes: tuple[int, ...]
+    nodes: tuple[bytes, ...]
+    calls: tuple[ForwardedCall, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "realm": self.realm,
+            "subscriber": self.subscriber,
+            "number": self.number,
+            "hash": _hex(self.hash),
+            "relay_root": _hex(self.relay_root),
+            "max_pov_size": self.max_pov_size,
+            "dmq_sizes": list(self.dmq_sizes),
+            "hrmp_sizes": list(self.hrmp_sizes),
+            "nodes": [_hex(n) for n in self.nodes],
+            "calls": [c.to_json() for c in self.calls],
+        }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> RelayView:
+        return cls(
+            str(body["realm"]), int(body["subscriber"]), int(body["number"]), _unhex(body["hash"]),
+            _unhex(body["relay_root"]), int(body["max_pov_size"]), tuple(int(s) for s in body["dmq_sizes"]),
+            tuple(int(s) for s in body["hrmp_sizes"]), tuple(_unhex(n) for n in body["nodes"]),
+            tuple(ForwardedCall.from_json(c) for c in body["calls"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRecord:
+    """One output line: topic ``<realm>.<kind>``, key, deterministic id, and the record's JSON value."""
+
+    topic: str
+    key: str
+    id: str
+    value: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, object]:
+        return {"topic": self.topic, "key": self.key, "id": self.id, "value": dict(self.value)}
+
+    def to_line(self) -> str:
+        """The canonical JSON line (no trailing newline)."""
+        return canonical_json(self.to_json())

@@ -1,0 +1,91 @@
+"""The whole protocol over an event log, in one process: lines in, output records out, block by block.
+
+``simulate(lines, config)`` parses each line (a bad line becomes a rejection, never an exception), routes it
+to its realm's Stage R, and runs Stage S for every relay view a block produced. Output order: a line's own
+refusal where the line is read; then per block: Stage R's records (rejections, relay events, refused
+subscriber calls, the seal), then per subscriber ascending its updates, events and PoV record; at the end of
+the input, what never got included. Pure: no files, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from pubsub_core.simulator.config import SimulatorConfig
+from pubsub_core.simulator.errors import IngestError
+from pubsub_core.simulator.records import LogRecord, OutputRecord, SimOutcome, decode_value, parse_line, split_topic
+from pubsub_core.simulator.relay_stage import RelayStage, RelayStep
+from pubsub_core.simulator.subscriber_stage import SubscriberStage
+
+__all__ = ["Simulator", "simulate"]
+
+
+class Simulator:
+    """Per-realm Stage R and per-(realm, subscriber) Stage S, fed one line at a time."""
+
+    def __init__(self, config: SimulatorConfig | None = None) -> None:
+        self.config = config or SimulatorConfig()
+        self.relays: dict[str, RelayStage] = {}
+        self.subscribers: dict[tuple[str, int], SubscriberStage] = {}
+        self.offsets: dict[str, int] = {}
+
+    def _offset(self, topic: str) -> int:
+        offset = self.offsets.get(topic, 0)
+        self.offsets[topic] = offset + 1
+        return offset
+
+    def feed_line(self, text: str) -> list[OutputRecord]:
+        """One event-log line (blank lines are skipped); returns the outputs it caused, in order."""
+        if not text.strip():
+            return []
+        realm = self.config.default_realm
+        topic, key, log_id = "?", "", ""
+        try:
+            topic, key, value = parse_line(text)
+            log_id = f"{topic}@{self._offset(topic)}"
+            realm, stream = split_topic(topic)
+            record = LogRecord(realm, stream, key, self.offsets[topic] - 1, decode_value(realm, stream, key, value))
+        except IngestError as exc:
+            if not log_id:
+                log_id = f"{topic}@{self._offset(topic)}"
+            outcome = SimOutcome(None, log_id, "rejected", exc.reason, exc.detail)
+            return [OutputRecord(f"{realm}.rejected", key, f"ingest/{log_id}", outcome.to_json())]
+        return self.feed(record)
+
+    def feed(self, record: LogRecord) -> list[OutputRecord]:
+        """One parsed record; returns the outputs it caused, in order."""
+        relay = self.relays.get(record.realm)
+        if relay is None:
+            relay = self.relays[record.realm] = RelayStage(record.realm, self.config)
+        immediate, steps = relay.feed(record)
+        out = list(immediate)
+        for step in steps:
+            out += self.run_step(record.realm, step)
+        return out
+
+    def run_step(self, realm: str, step: RelayStep) -> list[OutputRecord]:
+        """Stage R's records of one block, then each subscriber's Stage S on its view."""
+        out = list(step.outputs)
+        for view in step.views:
+            stage = self.subscribers.get((realm, view.subscriber))
+            if stage is None:
+                stage = self.subscribers[(realm, view.subscriber)] = SubscriberStage(
+                    realm, view.subscriber, self.config.subscriber)
+            out += stage.step(view)
+        return out
+
+    def finish(self) -> list[OutputRecord]:
+        """End of input: every realm's never-included records and never-completed blocks, realms ascending."""
+        out: list[OutputRecord] = []
+        for realm in sorted(self.relays):
+            out += self.relays[realm].finish()
+        return out
+
+
+def simulate(lines: Iterable[str], config: SimulatorConfig | None = None) -> Iterator[OutputRecord]:
+    """Run an event log (JSON lines) and yield the output records in their documented order."""
+    simulator = Simulator(config)
+    for line in lines:
+        yield from simulator.feed_line(line)
+    yield from simulator.finish()
+
