@@ -123,10 +123,29 @@ class RelayConfig:
 
 @dataclass(frozen=True)
 class Genesis:
-    """Initial state: account endowments and the registrar's para managers."""
+    """Initial state: account endowments and the registrar's para managers (kept sorted).
+
+    JSON: ``{"endowments": {"0x<account>": amount}, "para_managers": {"<para>": "0x<account>"}}``.
+    """
 
     endowments: tuple[tuple[bytes, int], ...] = ()
     para_managers: tuple[tuple[int, bytes], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "endowments", tuple(sorted(self.endowments)))
+        object.__setattr__(self, "para_managers", tuple(sorted(self.para_managers)))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "endowments": {"0x" + account.hex(): amount for account, amount in self.endowments},
+            "para_managers": {str(para): "0x" + manager.hex() for para, manager in self.para_managers},
+        }
+
+    @classmethod
+    def from_json(cls, body: dict[str, dict[str, object]]) -> Genesis:
+        endowments = tuple((bytes.fromhex(a[2:]), int(str(v))) for a, v in body.get("endowments", {}).items())
+        managers = tuple((int(p), bytes.fromhex(str(m)[2:])) for p, m in body.get("para_managers", {}).items())
+        return cls(endowments, managers)
 
 
 @dataclass
@@ -168,9 +187,9 @@ class RelayMachine:
     def initialize(self, backend: StateBackend, genesis: Genesis) -> None:
         """Write the genesis state (one commit)."""
         txn = StateTransaction(backend)
-        for account, amount in sorted(genesis.endowments):
+        for account, amount in genesis.endowments:
             Balances.mint(txn, account, amount)
-        for para, manager in sorted(genesis.para_managers):
+        for para, manager in genesis.para_managers:
             Broadcaster.set_para_manager(txn, para, manager)
         txn.commit()
 

@@ -209,6 +209,13 @@ def test_child_trie_key_derivation() -> None:
     )
 
 
+def test_genesis_json_round_trip() -> None:
+    from pubsub_core.relay import Genesis
+    from tests.relay.chain import genesis
+
+    assert Genesis.from_json(json.loads(canonical_json(genesis().to_json()))) == genesis()
+
+
 def test_records_json_round_trip() -> None:
     chain = Chain()
     register(chain)
