@@ -1,6 +1,7 @@
 """Origins and the key registry: which ed25519 keys may speak for which para, account or governance.
 
-Origins are the Kafka keys of the input streams: on ``upward`` and ``horizontal`` a para id (``"2000"``); on
+Origins are the Kafka keys of the input streams: on ``blocks`` ``"author"`` (the block author); on ``upward``
+and ``horizontal`` a para id (``"2000"``); on
 ``extrinsics`` ``"root"`` (governance), ``"para:<id>"`` (a para's own calls) or a 64-digit lowercase hex
 account id. Each origin has exactly one spelling, so the seqno watermark of an origin cannot be split.
 """
@@ -19,6 +20,7 @@ PARA_STREAMS = frozenset({"upward", "horizontal"})
 
 
 class OriginKind(Enum):
+    AUTHOR = "author"
     ROOT = "root"
     PARA = "para"
     ACCOUNT = "account"
@@ -36,6 +38,10 @@ class Origin:
     def parse(cls, stream: str, text: str) -> Origin:
         """Parse a Kafka key of ``stream``; raise ``InvalidOrigin`` otherwise."""
         try:
+            if stream == "blocks":
+                if text == "author":
+                    return cls(OriginKind.AUTHOR)
+                raise ValueError("blocks come from the author")
             if stream in PARA_STREAMS:
                 return cls(OriginKind.PARA, _para(text))
             if text == "root":
@@ -50,7 +56,7 @@ class Origin:
 
     def sort_key(self) -> tuple[int, int, bytes]:
         """Deterministic order within a stream: root, then paras by id, then accounts by bytes."""
-        rank = {OriginKind.ROOT: 0, OriginKind.PARA: 1, OriginKind.ACCOUNT: 2}[self.kind]
+        rank = {OriginKind.AUTHOR: 0, OriginKind.ROOT: 0, OriginKind.PARA: 1, OriginKind.ACCOUNT: 2}[self.kind]
         return rank, self.para_id, self.account
 
 
@@ -65,14 +71,18 @@ def _para(text: str) -> int:
 
 @dataclass(frozen=True)
 class KeyRegistry:
-    """Realm membership: collator keys per para, known accounts (who sign with their own key), root keys."""
+    """Realm membership: collator keys per para, known accounts (who sign with their own key), root keys,
+    and the block author's keys."""
 
     para_keys: dict[int, frozenset[bytes]] = field(default_factory=dict)
     accounts: frozenset[bytes] = frozenset()
     root_keys: frozenset[bytes] = frozenset()
+    author_keys: frozenset[bytes] = frozenset()
 
     def is_member(self, origin: Origin, key: bytes) -> bool:
         """Whether ``key`` may sign for ``origin``."""
+        if origin.kind is OriginKind.AUTHOR:
+            return key in self.author_keys
         if origin.kind is OriginKind.ROOT:
             return key in self.root_keys
         if origin.kind is OriginKind.PARA:
@@ -84,6 +94,7 @@ class KeyRegistry:
             "para_keys": {str(p): sorted("0x" + k.hex() for k in keys) for p, keys in sorted(self.para_keys.items())},
             "accounts": sorted("0x" + a.hex() for a in self.accounts),
             "root_keys": sorted("0x" + k.hex() for k in self.root_keys),
+            "author_keys": sorted("0x" + k.hex() for k in self.author_keys),
         }
 
     @classmethod
@@ -95,6 +106,7 @@ class KeyRegistry:
             {int(p): frozenset(_unhex(k) for k in keys) for p, keys in para_keys.items()},
             frozenset(_unhex(a) for a in _list(body.get("accounts", []))),
             frozenset(_unhex(k) for k in _list(body.get("root_keys", []))),
+            frozenset(_unhex(k) for k in _list(body.get("author_keys", []))),
         )
 
 

@@ -32,6 +32,7 @@ from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay.calls import BROADCASTER, ROUTER, BroadcasterCall, CallKind, split_call
 from pubsub_core.relay.records import (
+    BlockHeader,
     BlockResult,
     BlockSeal,
     ForwardedCall,
@@ -52,6 +53,7 @@ from pubsub_core.xcm.types import MAX_PUBLISH_VALUE_LENGTH, Location, decode_ver
 __all__ = ["BadOrigin", "BlockOrderError", "Genesis", "ManifestMismatch", "RelayConfig", "RelayError", "RelayMachine"]
 
 STREAMS = ("upward", "horizontal", "extrinsics")
+"""The streams a block's manifest covers (``blocks`` records are headers, opened by ``admit_header``)."""
 _HEAD = "relay.Head"
 _SESSION = "relay.Session"
 _INCLUDED = "relay.Included"
@@ -192,6 +194,23 @@ class RelayMachine:
         for para, manager in genesis.para_managers:
             Broadcaster.set_para_manager(txn, para, manager)
         txn.commit()
+
+    # -- block headers ---------------------------------------------------------------------------
+    def admit_header(self, backend: StateBackend, record: InputRecord) -> BlockHeader | RecordOutcome:
+        """Open a ``blocks`` record: an envelope from ``author`` carrying a SCALE ``BlockHeader``.
+
+        Returns the header, or the record's outcome (rejected or ignored, under the last applied block's
+        number) when admission refuses it; commits only the author's seqno watermark.
+        """
+        txn = StateTransaction(backend)
+        result = self.admission.admit(txn, record.stream, record.origin, record.value, RateCounter(), _validate_header)
+        txn.commit()
+        if result.verdict is Verdict.ACCEPT and result.envelope is not None:
+            return BlockHeader.decode(result.envelope.data)
+        head = StateTransaction(backend).get(_HEAD, b"")
+        number = 0 if head is None else int.from_bytes(head[:4], "little")
+        status = Status.IGNORED if result.verdict is Verdict.IGNORE else Status.REJECTED
+        return RecordOutcome(number, record.record_id, status, result.reason, result.detail)
 
     # -- one block -------------------------------------------------------------------------------
     def apply_block(self, backend: StateBackend, block: RelayBlock) -> BlockResult:
@@ -400,6 +419,11 @@ def _outcome_order(outcome: RecordOutcome) -> tuple[int, tuple[int, int, str], i
 
 def _included_key(stream: str, origin: str) -> bytes:
     return stream.encode() + b"\x00" + origin.encode()
+
+
+def _validate_header(envelope: Envelope, origin: Origin) -> None:
+    """Custom validation of a ``blocks`` record: it carries a decodable header."""
+    BlockHeader.decode(envelope.data)
 
 
 def _no_validation(envelope: Envelope, origin: Origin) -> None:

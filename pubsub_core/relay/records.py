@@ -12,8 +12,12 @@ from dataclasses import dataclass, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
+from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_compact, encode_u32, encode_u64
+from pubsub_core.errors import PubSubError
+
 __all__ = [
     "BlockHeader",
+    "HeaderDecodeError",
     "BlockResult",
     "BlockSeal",
     "EventRecord",
@@ -74,12 +78,25 @@ class InputRecord:
         return cls(str(b["stream"]), str(b["origin"]), int(b["position"]), _unhex(b["value"]))
 
 
+class HeaderDecodeError(PubSubError):
+    """Bytes that are not a SCALE ``BlockHeader``; reason code ``Malformed``."""
+
+    def __init__(self, message: str, data: bytes) -> None:
+        super().__init__(f"not a block header: {message}")
+        self.data = data
+
+    @property
+    def reason_code(self) -> str:
+        return "Malformed"
+
+
 @dataclass(frozen=True, slots=True)
 class BlockHeader:
     """A relay block as the block author publishes it on ``blocks``.
 
     ``manifest`` maps (stream, origin) to the position of the last record of that stream and origin this
-    block includes; the block includes every record after the previous block's position up to it.
+    block includes; the block includes every record after the previous block's position up to it. It is
+    kept sorted, so equal manifests compare and encode equal.
     """
 
     number: int
@@ -92,9 +109,37 @@ class BlockHeader:
     def __post_init__(self) -> None:
         if len({(s, o) for s, o, _ in self.manifest}) != len(self.manifest):
             raise ValueError("a manifest names each (stream, origin) once")
+        object.__setattr__(self, "manifest", tuple(sorted(self.manifest)))
 
     def last_included(self) -> dict[tuple[str, str], int]:
         return {(stream, origin): last for stream, origin, last in self.manifest}
+
+    def encode(self) -> bytes:
+        """SCALE, as the author signs it into a ``blocks`` envelope: ``number u32 ‖ hash ‖ parent_hash ‖
+        max_pov_size u32 ‖ session_index u32 ‖ Vec<(stream String, origin String, last u64)>``."""
+        entries = b"".join(
+            encode_bytes(s.encode()) + encode_bytes(o.encode()) + encode_u64(last) for s, o, last in sorted(self.manifest)
+        )
+        return (encode_u32(self.number) + self.hash + self.parent_hash + encode_u32(self.max_pov_size)
+                + encode_u32(self.session_index) + encode_compact(len(self.manifest)) + entries)
+
+    @classmethod
+    def decode(cls, data: bytes) -> BlockHeader:
+        reader = ScaleReader(data)
+        try:
+            number, block_hash, parent = reader.u32(), reader.take(32), reader.take(32)
+            max_pov, session, count = reader.u32(), reader.u32(), reader.compact()
+            if count > reader.remaining():
+                raise HeaderDecodeError(f"{count} manifest entries cannot fit", data)
+            manifest = tuple(
+                (reader.bytes_vec(256).decode(), reader.bytes_vec(256).decode(), reader.u64()) for _ in range(count)
+            )
+            reader.finish()
+            if list(manifest) != sorted(set(manifest)):
+                raise HeaderDecodeError("manifest entries are not sorted and unique", data)
+            return cls(number, block_hash, parent, max_pov, session, manifest)
+        except (ScaleDecodeError, UnicodeDecodeError, ValueError) as exc:
+            raise HeaderDecodeError(str(exc), data) from exc
 
     def to_json(self) -> dict[str, object]:
         manifest: dict[str, dict[str, int]] = {}

@@ -320,3 +320,41 @@ def test_relay_root_commits_to_every_child_root(actions: list[tuple[str, int, in
             entries.setdefault(para, []).append((k, raw.encode()))
     expected = trie_root([(prefixed_child_storage_key(p), trie_root(items)) for p, items in entries.items()])
     assert result.seal.relay_root == expected
+
+
+# -- signed block headers ----------------------------------------------------------------------------
+def test_headers_arrive_signed_by_the_author() -> None:
+    from pubsub_core.envelope import KeyRegistry, Signer, Topic
+    from pubsub_core.relay import RelayConfig, RelayMachine
+    from state import MemoryBackend
+    from tests.relay.chain import registry
+
+    author, impostor = Signer(bytes([30]) * 32), Signer(bytes([31]) * 32)
+    base = registry()
+    keys = KeyRegistry(base.para_keys, base.accounts, base.root_keys, frozenset({author.public_key}))
+    machine, backend = RelayMachine(RelayConfig(registry=keys)), MemoryBackend()
+    header = Chain().produce().header
+    topic = Topic("polkadot", "blocks", "author")
+    good = InputRecord("blocks", "author", 0, author.sign(topic, 1, header.encode()).encode())
+    assert machine.admit_header(backend, good) == header
+    assert BlockHeader.decode(header.encode()) == header
+    replay = InputRecord("blocks", "author", 1, good.value)
+    forged = InputRecord("blocks", "author", 2, impostor.sign(topic, 2, header.encode()).encode())
+    garbage = InputRecord("blocks", "author", 3, author.sign(topic, 3, b"\x01\x02").encode())
+    wrong_origin = InputRecord("blocks", "someone", 4, author.sign(Topic("polkadot", "blocks", "someone"), 1, header.encode()).encode())
+    outcomes = [machine.admit_header(backend, r) for r in (replay, forged, garbage, wrong_origin)]
+    assert [(o.status, o.reason) for o in outcomes if isinstance(o, RecordOutcome)] == [
+        (Status.IGNORED, "Duplicate"), (Status.REJECTED, "NotMember"), (Status.REJECTED, "Malformed"),
+        (Status.REJECTED, "Malformed"),
+    ]
+
+
+@given(st.binary(max_size=200))
+def test_random_header_bytes_decode_or_raise_a_typed_error(data: bytes) -> None:
+    from pubsub_core.relay import HeaderDecodeError
+
+    try:
+        header = BlockHeader.decode(data)
+    except HeaderDecodeError:
+        return
+    assert header.encode() == data
