@@ -358,3 +358,70 @@ def test_random_header_bytes_decode_or_raise_a_typed_error(data: bytes) -> None:
     except HeaderDecodeError:
         return
     assert header.encode() == data
+
+
+# -- the MessageRouter seam ------------------------------------------------------------------------------
+def test_router_seam_acceptance_dispatch_and_session_change() -> None:
+    from dataclasses import dataclass, field
+
+    from pubsub_core.errors import PubSubError
+    from pubsub_core.relay import DispatchReport, RelayConfig, RelayMachine, SessionChange
+    from state import MemoryBackend
+    from tests.relay.chain import genesis, registry
+
+    class Refused(PubSubError):
+        code = "UpwardQueueCountExceeded"
+
+    @dataclass
+    class Scripted:
+        """Refuses para 3000's batches, defers dispatch by one block, offboards 2000 at a session change."""
+
+        log: list[str] = field(default_factory=list)
+
+        def receive_upward(self, txn, para, messages, now):  # type: ignore[no-untyped-def]
+            if para == 3000:
+                txn.put("scripted.Touched", b"x", b"1")
+                raise Refused("queue full")
+            queued = txn.get("scripted.Queue", b"") or b""
+            txn.put("scripted.Queue", b"", queued + b"".join(para.to_bytes(4, "little") + len(m).to_bytes(4, "little") + m for m in messages))
+            return ()
+
+        def dispatch_upward(self, txn, now, dispatch):  # type: ignore[no-untyped-def]
+            if now % 2:
+                return ()
+            queued, reports = txn.get("scripted.Queue", b"") or b"", []
+            while queued:
+                para, size = int.from_bytes(queued[:4], "little"), int.from_bytes(queued[4:8], "little")
+                reports.append(dispatch(txn, para, queued[8 : 8 + size]))
+                queued = queued[8 + size :]
+            txn.delete("scripted.Queue", b"")
+            assert all(isinstance(r, DispatchReport) for r in reports)
+            return ()
+
+        def receive_horizontal(self, txn, sender, payload, now):  # type: ignore[no-untyped-def]
+            return ()
+
+        def handle_call(self, txn, origin, call, now):  # type: ignore[no-untyped-def]
+            return ()
+
+        def on_session_change(self, txn, session_index, now):  # type: ignore[no-untyped-def]
+            return SessionChange(outgoing=(2000,))
+
+    machine = RelayMachine(RelayConfig(registry=registry()), router_factory=Scripted)
+    backend = MemoryBackend()
+    machine.initialize(backend, genesis())
+    chain = Chain()
+    register(chain)
+    published = chain.upward(2000, Xcm((Publish(key("k"), b"v", 0),)))
+    refused = chain.upward(3000, Xcm((Publish(key("k"), b"v", 0),)))
+    first = machine.apply_block(backend, chain.produce())
+    assert outcome_map(first)[published.record_id] == ("applied", None)
+    assert outcome_map(first)[refused.record_id] == ("rejected", "UpwardQueueCountExceeded")
+    assert [e["event"] for e in events_of(first)] == ["PublisherRegistered"]
+    assert "scripted.Touched" not in backend.namespaces()
+    second = machine.apply_block(backend, chain.produce())
+    assert [e["event"] for e in events_of(second)] == ["DataPublished", "MessageExecuted"]
+    chain.session = 1
+    third = machine.apply_block(backend, chain.produce())
+    assert [e["event"] for e in events_of(third)] == ["DataCleanedUp", "PublisherDeregistered"]
+    assert third.seal.child_roots == ((2000, None),)
