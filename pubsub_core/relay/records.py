@@ -355,3 +355,13 @@ class BlockResult:
             "outcomes": [o.to_json() for o in self.outcomes],
             "forwarded": [f.to_json() for f in self.forwarded],
         }
+
+    @classmethod
+    def from_json(cls, body: object) -> BlockResult:
+        b = _obj(body)
+        return cls(
+            BlockSeal.from_json(b["seal"]),
+            tuple(EventRecord.from_json(e) for e in b["events"]),
+            tuple(RecordOutcome.from_json(o) for o in b["outcomes"]),
+            tuple(ForwardedCall.from_json(f) for f in b["forwarded"]),
+        )

@@ -223,6 +223,7 @@ def test_records_json_round_trip() -> None:
     block = chain.produce()
     assert RelayBlock.from_json(json.loads(canonical_json(block.to_json()))) == block
     result = run([block])[0]
+    assert BlockResult.from_json(json.loads(canonical_json(result.to_json()))) == result
     assert BlockSeal.from_json(result.seal.to_json()) == result.seal
     assert all(RecordOutcome.from_json(o.to_json()) == o for o in result.outcomes)
     assert all(EventRecord.from_json(e.to_json()) == e for e in result.events)
