@@ -45,7 +45,13 @@ from pubsub_core.relay.records import (
 )
 from pubsub_core.relay.router import DirectRouter, DispatchReport, MessageRouter
 from pubsub_core.trie import RelayTries, StateNodeStore
-from pubsub_core.xcm.barriers import AllowPublishFrom, AllowTopLevelPaidExecutionFrom, BarrierChain, Everything
+from pubsub_core.xcm.barriers import (
+    AllowPublishFrom,
+    AllowTopLevelPaidExecutionFrom,
+    BarrierChain,
+    Everything,
+    OriginFilter,
+)
 from pubsub_core.xcm.errors import BarrierRejected, XcmDecodeError
 from pubsub_core.xcm.executor import ExecutorConfig, XcmExecutor
 from pubsub_core.xcm.types import MAX_PUBLISH_VALUE_LENGTH, Location, decode_versioned_xcm
@@ -110,6 +116,8 @@ class RelayConfig:
     broadcaster: BroadcasterConfig = field(default_factory=BroadcasterConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     max_publish_instructions: int = 16
+    publish_origins: OriginFilter = field(default_factory=Everything)
+    """Origins ``AllowPublishFrom`` admits (Westend uses ``OnlyParachains``; every upward origin is one)."""
     idle_weight: int = 250_000_000_000
     """Weight left for on_idle each block; the default covers MaxTtlScansPerIdle (500) scans."""
 
@@ -179,7 +187,10 @@ class RelayMachine:
         self.config = config or RelayConfig()
         self.broadcaster = Broadcaster(self.config.broadcaster)
         self.barriers = BarrierChain(
-            [AllowPublishFrom(Everything(), self.config.max_publish_instructions), AllowTopLevelPaidExecutionFrom(Everything())]
+            [
+                AllowPublishFrom(self.config.publish_origins, self.config.max_publish_instructions),
+                AllowTopLevelPaidExecutionFrom(Everything()),
+            ]
         )
         self.executor = XcmExecutor(self.barriers, self.broadcaster, self.config.executor)
         self.admission = Admission(self.config.registry, self.config.admission)

@@ -108,6 +108,20 @@ def test_barrier_rejections_are_record_rejections() -> None:
     assert outcomes[garbage.record_id] == ("rejected", "Malformed")
 
 
+def test_publish_origin_filter_is_configurable() -> None:
+    from pubsub_core.relay import RelayConfig
+    from pubsub_core.xcm import Equals
+    from tests.relay.chain import registry
+
+    chain = Chain()
+    allowed = chain.upward(1000, Xcm((Publish(key("k"), b"v", 0),)))
+    refused = chain.upward(2000, Xcm((Publish(key("k"), b"v", 0),)))
+    config = RelayConfig(registry=registry(), publish_origins=Equals(Location.parachain(1000)))
+    outcomes = outcome_map(run([chain.produce()], config)[0])
+    assert outcomes[allowed.record_id] == ("applied", None)
+    assert outcomes[refused.record_id] == ("rejected", "Unsupported")
+
+
 def test_force_calls_need_root_and_signed_calls_need_an_account() -> None:
     chain = Chain()
     signed_force = chain.call(MANAGER, BroadcasterCall(CallKind.FORCE_DEREGISTER_PUBLISHER, 2000).encode())
