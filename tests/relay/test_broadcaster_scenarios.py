@@ -16,6 +16,7 @@ from pubsub_core.broadcaster import (
     KeyExpired,
     KeysDeleted,
     KeysForcedDeleted,
+    NoDataToCleanup,
     NoKeysToDelete,
     NotAuthorized,
     NotRegistered,
@@ -375,6 +376,25 @@ def test_cleanup_published_data_keeps_registration() -> None:
     assert pallet.cleanup_published_data(txn, ALICE, 2000) == [DataCleanedUp(2000)]
     assert pallet.publisher_info(txn, 2000) is not None
     assert pallet.ttl_data(txn, 2000, key("A")) is None
+
+
+def test_cleanup_errors_in_order() -> None:
+    pallet, txn = setup()
+    with pytest.raises(NotRegistered):
+        pallet.cleanup_published_data(txn, ALICE, 2000)
+    pallet.register_publisher(txn, ALICE, 2000)
+    with pytest.raises(NotAuthorized):
+        pallet.cleanup_published_data(txn, BOB, 2000)
+    with pytest.raises(NoDataToCleanup):
+        pallet.cleanup_published_data(txn, ALICE, 2000)
+
+
+def test_publish_max_value_size_works_at_the_default_limit() -> None:
+    pallet, txn = setup()
+    pallet.register_publisher(txn, ALICE, 2000)
+    pallet.publish_data(txn, 2000, bytes([0xAB]) * 32, bytes(1024), 0, now=1)
+    with pytest.raises(ValueTooLarge):
+        pallet.publish_data(txn, 2000, bytes([0xAB]) * 32, bytes(1025), 0, now=1)
 
 
 def test_publisher_state_is_independent_per_para() -> None:
