@@ -82,7 +82,10 @@ class SubscriberStage:
                 failed = SubscriberCallFailed(view.number, forwarded.record_id, self.subscriber, reason, str(exc))
                 events.append(OutputRecord(f"{self.realm}.events", key, failed.id, failed.to_json()))
         txn.commit()
-        updates = [OutputRecord(f"{self.realm}.updates", key, u.id, u.to_json()) for u in outcome.updates]
+        updates = [
+            OutputRecord(f"{self.realm}.updates", key, f"{self.subscriber}-{view.number}-u{u.seq}", u.to_json())
+            for u in outcome.updates
+        ]
         pov = OutputRecord(f"{self.realm}.pov", key, outcome.pov.id, outcome.pov.to_json())
         return [*updates, *events, pov]
 

@@ -205,12 +205,20 @@ def check_subscribers(lines: list[str], outputs: list[dict[str, object]]) -> int
     delivered: dict[int, State] = {}
     seen: set[tuple[int, int, str, str, str]] = set()
     compared = 0
+    clears = {
+        (o["value"]["subscriber"], o["value"]["relay_block_number"], o["value"]["publisher"])  # type: ignore[index]
+        for o in topics.get("events", [])
+        if o["value"].get("kind") == "PublisherCacheCleared"  # type: ignore[union-attr]
+    }
     for output in outputs:
         topic = str(output["topic"]).rpartition(".")[2]
         value = output["value"]
         assert isinstance(value, dict)
         if topic == "updates":
             subscriber, publisher, key = value["subscriber"], value["publisher"], bytes.fromhex(value["key"])
+            cleared = (subscriber, value["relay_block_number"], publisher)
+            if cleared in clears:
+                _forget(cleared, clears, seen, delivered)
             delivery = (subscriber, publisher, value["key"], value["value"], value["child_root"])
             assert delivery not in seen, f"delivered twice: {delivery}"
             seen.add(delivery)
@@ -222,6 +230,8 @@ def check_subscribers(lines: list[str], outputs: list[dict[str, object]]) -> int
             budget = value["budget"]["pubsub"]
             assert value["proof_bytes"] <= budget and value["consumed_proof_size"] <= budget, value
             subscriber, number = value["subscriber"], value["relay_block_number"]
+            for cleared in [c for c in clears if c[:2] == (subscriber, number)]:
+                _forget(cleared, clears, seen, delivered)
             if value["result"] != "complete":
                 continue
             follows = in_force.get(subscriber, {}).get(number, {})
@@ -231,3 +241,17 @@ def check_subscribers(lines: list[str], outputs: list[dict[str, object]]) -> int
             assert got == expected, f"subscriber {subscriber} after block {number}: {got} != {expected}"
             compared += 1
     return compared
+
+
+def _forget(cleared: tuple[int, int, int], clears: set[tuple[int, int, int]],
+            seen: set[tuple[int, int, str, str, str]], delivered: dict[int, State]) -> None:
+    """A PublisherCacheCleared in this block: the subscriber dropped its key states for the publisher and reads
+    every key afresh. So a value delivered before at the same root may come again, and a key that left the trie
+    meanwhile gets no removal (the two strict xfails in test_bad_input name these); the check restarts from
+    what is delivered from here on."""
+    subscriber, _, publisher = cleared
+    clears.discard(cleared)
+    seen -= {d for d in seen if (d[0], d[1]) == (subscriber, publisher)}
+    mine = delivered.get(subscriber, {})
+    for pk in [pk for pk in mine if pk[0] == publisher]:
+        del mine[pk]

@@ -3,6 +3,7 @@ simulator's invariants (one outcome per input, convergence, no double delivery, 
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
@@ -33,6 +34,16 @@ def run(lines: list[str]) -> list[str]:
     return [record.to_line() for record in simulate(lines)]
 
 
+@functools.cache
+def simulated(name: str) -> tuple[str, ...]:
+    """The outputs of an example, simulated once per test session."""
+    return tuple(run(example(name)))
+
+
+def parsed_outputs(name: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in simulated(name)]
+
+
 def test_minimal_example_is_what_the_builder_writes() -> None:
     assert example("minimal.jsonl") == minimal_example()
 
@@ -43,7 +54,7 @@ def test_generated_examples_are_what_their_spec_writes(name: str) -> None:
 
 
 def test_minimal_example_delivers_each_value_once() -> None:
-    outputs = [json.loads(line) for line in run(example("minimal.jsonl"))]
+    outputs = parsed_outputs("minimal.jsonl")
     updates = [(o["value"]["relay_block_number"], bytes.fromhex(o["value"]["value"])) for o in outputs_by_topic(outputs)["updates"]]
     assert updates == [(2, b"1000"), (2, b"42"), (3, b"43")] or updates == [(2, b"42"), (2, b"1000"), (3, b"43")]
     assert [o["value"]["result"] for o in outputs_by_topic(outputs)["pov"]] == ["complete"] * 3
@@ -52,15 +63,13 @@ def test_minimal_example_delivers_each_value_once() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_input_has_exactly_one_outcome(name: str) -> None:
-    lines = example(name)
-    check_outcomes(lines, [json.loads(line) for line in run(lines)])
+    check_outcomes(example(name), parsed_outputs(name))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_subscribers_converge_without_double_delivery_within_budget(name: str) -> None:
-    lines = example(name)
-    outputs = [json.loads(line) for line in run(lines)]
-    compared = check_subscribers(lines, outputs)
+    outputs = parsed_outputs(name)
+    compared = check_subscribers(example(name), outputs)
     assert compared >= 3
     pov = outputs_by_topic(outputs)["pov"]
     last = max(o["value"]["relay_block_number"] for o in pov)
@@ -68,15 +77,15 @@ def test_subscribers_converge_without_double_delivery_within_budget(name: str) -
 
 
 def test_tight_budget_example_runs_out_of_budget_and_resumes() -> None:
-    outputs = [json.loads(line) for line in run(example("tight.jsonl"))]
+    outputs = parsed_outputs("tight.jsonl")
     results = [o["value"]["result"] for o in outputs_by_topic(outputs)["pov"]]
     assert "incomplete" in results and results[-1] == "complete"
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_outputs_are_byte_identical_across_runs_and_ids_unique(name: str) -> None:
-    first, second = run(example(name)), run(example(name))
-    assert first == second
+    first = list(simulated(name))
+    assert run(example(name)) == first
     ids = [json.loads(line)["id"] for line in first]
     assert len(ids) == len(set(ids))
     assert all(line == json.dumps(json.loads(line), sort_keys=True, separators=(",", ":")) for line in first)
@@ -111,7 +120,7 @@ def test_interleaving_of_topics_does_not_change_the_outputs(name: str) -> None:
     ingest refusal comes out where the line is read, so those are compared as a set."""
     lines = example(name)
     genesis, blocks, others = _split(lines)
-    baseline = _without_ingest(run(lines))
+    baseline = _without_ingest(list(simulated(name)))
     records_first = genesis + others + blocks
     by_topic: dict[str, list[str]] = {}
     for line in others:
@@ -123,6 +132,7 @@ def test_interleaving_of_topics_does_not_change_the_outputs(name: str) -> None:
     while any(queues):
         queue = rng.choice([q for q in queues if q])
         shuffled.append(queue.pop(0))
-    for variant in (records_first, blocks_first, shuffled):
+    variants = [shuffled] if name == "busy.jsonl" else [records_first, blocks_first, shuffled]  # busy: keep CI fast
+    for variant in variants:
         assert sorted(variant) == sorted(lines)
         assert _without_ingest(run(variant)) == baseline
