@@ -59,6 +59,7 @@ class LogBuilder:
     positions: dict[tuple[str, str], int] = field(default_factory=dict)
     seqnos: dict[tuple[str, str, bytes], int] = field(default_factory=dict)
     since_block: dict[tuple[str, str], int] = field(default_factory=dict)
+    author: Signer = field(default_factory=lambda: signer("author"))
 
     def line(self, topic: str, key: str, value: object) -> None:
         self.lines.append(canonical_json({"topic": topic, "key": key, "value": value}))
@@ -70,7 +71,8 @@ class LogBuilder:
         """Append a record of arbitrary bytes at the next position of (stream, origin)."""
         position = self.positions.get((stream, origin), 0)
         self.positions[(stream, origin)] = position + 1
-        self.since_block[(stream, origin)] = position
+        if stream != "blocks":
+            self.since_block[(stream, origin)] = position
         record = InputRecord(stream, origin, position, value)
         self.line(f"{self.realm}.{stream}", origin, record.to_json())
         return record
@@ -88,13 +90,13 @@ class LogBuilder:
         return self.signed(key, "upward", str(para), encode_versioned_xcm(message))
 
     def block(self, max_pov_size: int = MAX_POV_SIZE) -> BlockHeader:
-        """A block including every record appended since the previous block."""
+        """A block including every record appended since the previous block, signed by the author."""
         self.number += 1
         manifest = tuple(sorted((s, o, p) for (s, o), p in self.since_block.items()))
         header = BlockHeader(self.number, self.block_hash(self.number), self.block_hash(self.number - 1),
                              max_pov_size, self.session, manifest)
         self.since_block = {}
-        self.line(f"{self.realm}.blocks", str(self.number), header.to_json())
+        self.signed(self.author, "blocks", "author", header.encode())
         return header
 
     def block_hash(self, number: int) -> bytes:
@@ -196,6 +198,7 @@ def generate(spec: WorkloadSpec, counts: Counter[str] | None = None) -> Iterator
         para_keys={p: frozenset({s.public_key}) for p, s in actors.collators.items()},
         accounts=frozenset({actors.manager.public_key}),
         root_keys=frozenset({actors.root.public_key}),
+        author_keys=frozenset({log.author.public_key}),
     )
     endowments = [(actors.manager.public_key, 10**6)] + [(sovereign_account(p), 10**15) for p in actors.subscribers]
     log.genesis(registry, Genesis(tuple(sorted(endowments)),
@@ -298,8 +301,8 @@ def minimal_example() -> list[str]:
     Block 1 carries the subscription, block 2 publishes both keys, block 3 updates "price"."""
     log = LogBuilder("polkadot")
     publisher, subscriber = signer("collator/1000"), signer("collator/3000")
-    log.genesis(KeyRegistry(para_keys={1000: frozenset({publisher.public_key}), 3000: frozenset({subscriber.public_key})}),
-                Genesis())
+    keys = {1000: frozenset({publisher.public_key}), 3000: frozenset({subscriber.public_key})}
+    log.genesis(KeyRegistry(para_keys=keys, author_keys=frozenset({log.author.public_key})), Genesis())
     price, volume = blake2_256(b"price"), blake2_256(b"volume")
     log.signed(subscriber, "extrinsics", "para:3000", SetSubscriptions(((1000, tuple(sorted((price, volume)))),)).encode())
     log.block()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pubsub_core.envelope import KeyRegistry
-from pubsub_core.relay import BlockHeader, ForwardedCall, Genesis, InputRecord, canonical_json
+from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
 from pubsub_core.simulator.errors import IngestError
 
 __all__ = [
@@ -54,38 +54,27 @@ class GenesisRecord:
     genesis: Genesis
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "registry": self.registry.to_json(),
-            "endowments": {_hex(account): amount for account, amount in self.genesis.endowments},
-            "para_managers": {str(para): _hex(manager) for para, manager in self.genesis.para_managers},
-        }
+        return {"registry": self.registry.to_json(), **self.genesis.to_json()}
 
     @classmethod
     def from_json(cls, body: object) -> GenesisRecord:
-        if not isinstance(body, dict):
-            raise ValueError("a genesis value is a JSON object")
-        registry = body.get("registry", {})
-        endowments = body.get("endowments", {})
-        managers = body.get("para_managers", {})
-        if not isinstance(registry, dict) or not isinstance(endowments, dict) or not isinstance(managers, dict):
-            raise ValueError("registry, endowments and para_managers are JSON objects")
-        genesis = Genesis(
-            endowments=tuple(sorted((_unhex(a), int(v)) for a, v in endowments.items())),
-            para_managers=tuple(sorted((int(p), _unhex(m)) for p, m in managers.items())),
-        )
-        return cls(KeyRegistry.from_json(registry), genesis)
+        if not isinstance(body, dict) or not isinstance(body.get("registry", {}), dict):
+            raise ValueError("a genesis value is a JSON object with a registry object")
+        if not all(isinstance(body.get(name, {}), dict) for name in ("endowments", "para_managers")):
+            raise ValueError("endowments and para_managers are JSON objects")
+        return cls(KeyRegistry.from_json(body.get("registry", {})), Genesis.from_json(body))
 
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
     """One parsed event-log line: realm, stream, key, ``offset`` (its index among its topic's lines) and the
-    decoded value: an ``InputRecord``, a ``BlockHeader`` or a ``GenesisRecord``."""
+    decoded value: an ``InputRecord`` (``blocks`` too: a signed header) or a ``GenesisRecord``."""
 
     realm: str
     stream: str
     key: str
     offset: int
-    value: InputRecord | BlockHeader | GenesisRecord
+    value: InputRecord | GenesisRecord
 
     @property
     def topic(self) -> str:
@@ -126,13 +115,11 @@ def parse_line(text: str) -> tuple[str, str, object]:
     return entry["topic"], "" if key is None else str(key), value
 
 
-def decode_value(realm: str, stream: str, key: str, value: object) -> InputRecord | BlockHeader | GenesisRecord:
+def decode_value(realm: str, stream: str, key: str, value: object) -> InputRecord | GenesisRecord:
     """Decode a value of ``stream``; ``IngestError`` (``MalformedRecord`` or ``KeyMismatch``) if it is not one."""
     try:
-        decoded: InputRecord | BlockHeader | GenesisRecord
-        if stream == "blocks":
-            decoded = BlockHeader.from_json(value)
-        elif stream == "genesis":
+        decoded: InputRecord | GenesisRecord
+        if stream == "genesis":
             decoded = GenesisRecord.from_json(value)
         else:
             decoded = InputRecord.from_json(value)

@@ -24,6 +24,7 @@ from pubsub_core.relay import (
     RelayBlock,
     RelayError,
     RelayMachine,
+    RecordOutcome,
     Status,
 )
 from pubsub_core.relay.machine import _CHILD_TRIE, _MAIN_TRIE
@@ -46,6 +47,8 @@ from pubsub_core.trie import RelayTries, StateNodeStore
 __all__ = ["RelayStage", "RelayStep"]
 
 Slot = tuple[str, str]
+_NO_GENESIS = GenesisRecord(KeyRegistry(), Genesis())
+"""What a realm starts from when its first block comes before any genesis record: nobody may sign."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,7 @@ class RelayStage:
         self.machine: RelayMachine | None = None
         self.buffer: dict[Slot, dict[int, InputRecord]] = {}
         self.included: dict[Slot, int] = {}
-        self.waiting: deque[tuple[LogRecord, BlockHeader]] = deque()
+        self.waiting: deque[tuple[LogRecord, InputRecord, BlockHeader]] = deque()
         self.subscriptions: dict[int, dict[int, tuple[bytes, ...]]] = {}
         self.head = 0
 
@@ -79,8 +82,11 @@ class RelayStage:
         value = log.value
         if isinstance(value, GenesisRecord):
             return self._genesis(log, value), []
-        if isinstance(value, BlockHeader):
-            self.waiting.append((log, value))
+        if value.stream == "blocks":
+            admitted = (self.machine or self._start(_NO_GENESIS)).admit_header(self.backend, value)
+            if isinstance(admitted, RecordOutcome):
+                return [self._outcome(f"block/{log.log_id}", log.key, admitted.to_json())], []
+            self.waiting.append((log, value, admitted))
         else:
             refused = self._record(log, value)
             if refused is not None:
@@ -90,11 +96,11 @@ class RelayStage:
     def finish(self) -> list[OutputRecord]:
         """End of input: blocks still waiting for records, and records no block included, are rejected."""
         out: list[OutputRecord] = []
-        for log, header in self.waiting:
+        for log, record, header in self.waiting:
             missing = self._missing(header)
             detail = f"never received {missing[0]}" if missing else "an earlier block never got its records"
             out.append(self._outcome(f"block/{log.log_id}", log.key, SimOutcome(
-                header.number, log.log_id, "rejected", "MissingRecords", detail)))
+                header.number, record.record_id, "rejected", "MissingRecords", detail)))
         for (stream, origin), records in sorted(self.buffer.items()):
             for position in sorted(records):
                 record_id = records[position].record_id
@@ -104,8 +110,9 @@ class RelayStage:
         self.buffer.clear()
         return out
 
-    def _outcome(self, output_id: str, key: str, outcome: SimOutcome) -> OutputRecord:
-        return OutputRecord(f"{self.realm}.rejected", key, output_id, outcome.to_json())
+    def _outcome(self, output_id: str, key: str, outcome: SimOutcome | dict[str, object]) -> OutputRecord:
+        value = outcome if isinstance(outcome, dict) else outcome.to_json()
+        return OutputRecord(f"{self.realm}.rejected", key, output_id, value)
 
     def _genesis(self, log: LogRecord, genesis: GenesisRecord) -> list[OutputRecord]:
         if self.machine is not None:
@@ -149,12 +156,12 @@ class RelayStage:
 
     def _ready_blocks(self) -> list[RelayStep]:
         steps: list[RelayStep] = []
-        while self.waiting and not self._missing(self.waiting[0][1]):
+        while self.waiting and not self._missing(self.waiting[0][2]):
             steps.append(self._apply(*self.waiting.popleft()))
         return steps
 
-    def _apply(self, log: LogRecord, header: BlockHeader) -> RelayStep:
-        machine = self.machine or self._start(GenesisRecord(KeyRegistry(), Genesis()))
+    def _apply(self, log: LogRecord, block: InputRecord, header: BlockHeader) -> RelayStep:
+        machine = self.machine or self._start(_NO_GENESIS)
         records: list[InputRecord] = []
         for stream, origin, last in header.manifest:
             pending = self.buffer.get((stream, origin), {})
@@ -164,7 +171,7 @@ class RelayStage:
             result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)))
         except RelayError as exc:
             rejection = self._outcome(f"block/{log.log_id}", log.key, SimOutcome(
-                header.number, log.log_id, "rejected", type(exc).__name__, str(exc)))
+                header.number, block.record_id, "rejected", type(exc).__name__, str(exc)))
             return RelayStep(header.number, (rejection,), ())
         for record in records:
             slot = (record.stream, record.origin)

@@ -24,13 +24,21 @@ State = dict[tuple[int, bytes], bytes]
 
 @dataclass
 class Parsed:
-    """The input log, parsed naively: valid input records by id with their log id, and block headers."""
+    """The input log, parsed naively: valid input records by id with their log ids, and block headers (None
+    when a ``blocks`` record carries no valid header)."""
 
     records: dict[str, InputRecord] = field(default_factory=dict)
     log_ids: dict[str, list[str]] = field(default_factory=dict)
-    blocks: list[tuple[str, BlockHeader]] = field(default_factory=list)
+    blocks: list[tuple[str, BlockHeader | None]] = field(default_factory=list)
     lines: int = 0
     ingest_only: list[str] = field(default_factory=list)
+
+
+def _header(record: InputRecord) -> BlockHeader | None:
+    try:
+        return BlockHeader.decode(Envelope.decode(record.value).data)
+    except Exception:
+        return None
 
 
 def parse_log(lines: list[str]) -> Parsed:
@@ -43,6 +51,8 @@ def parse_log(lines: list[str]) -> Parsed:
         try:
             entry = json.loads(line)
             topic = entry["topic"]
+            if not isinstance(topic, str):
+                raise ValueError(topic)
         except (ValueError, KeyError, TypeError):
             parsed.ingest_only.append(f"?@{offsets['?']}")
             offsets["?"] += 1
@@ -50,17 +60,19 @@ def parse_log(lines: list[str]) -> Parsed:
         log_id = f"{topic}@{offsets[topic]}"
         offsets[topic] += 1
         stream = topic.rpartition(".")[2]
+        if stream == "genesis":
+            continue
         try:
-            if stream == "blocks":
-                parsed.blocks.append((log_id, BlockHeader.from_json(entry["value"])))
-                continue
-            if stream == "genesis":
-                continue
-            if stream not in ("upward", "horizontal", "extrinsics"):
+            if stream not in ("upward", "horizontal", "extrinsics", "blocks"):
                 raise ValueError(stream)
             record = InputRecord.from_json(entry["value"])
+            if record.stream != stream or record.origin != entry.get("key"):
+                raise ValueError("key mismatch")
         except (ValueError, KeyError, TypeError):
             parsed.ingest_only.append(log_id)
+            continue
+        if stream == "blocks":
+            parsed.blocks.append((log_id, _header(record)))
             continue
         parsed.log_ids.setdefault(record.record_id, []).append(log_id)
         parsed.records.setdefault(record.record_id, record)
@@ -76,46 +88,47 @@ def outputs_by_topic(outputs: list[dict[str, object]]) -> dict[str, list[dict[st
 
 def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
     """Every input line ends in exactly one outcome: applied (in a sealed block and not refused there), or one
-    record on ``rejected``; every block line is sealed or rejected."""
+    record on ``rejected``; every block line is sealed or rejected; ``rejected`` holds nothing else."""
     parsed = parse_log(lines)
     topics = outputs_by_topic(outputs)
-    rejected = [o["value"] for o in topics.get("rejected", [])]
-    ids = [str(o["id"]) for o in topics.get("rejected", [])]
-    assert len(ids) == len(set(ids)), "an output id repeats"
-    by_record = Counter(str(v["record"]) for v in rejected)  # type: ignore[index]
+    rejected = {str(o["id"]): o["value"] for o in topics.get("rejected", [])}
+    assert len(rejected) == len(topics.get("rejected", [])), "an id repeats on rejected"
+    refused = Counter(str(v["record"]) for i, v in rejected.items() if i.startswith("outcome/"))  # type: ignore[index]
     seals = {int(o["value"]["number"]): o["value"] for o in topics.get("seals", [])}  # type: ignore[index]
-    sealed_headers = {}
+    accounted = set()
+    sealed: dict[int, BlockHeader] = {}
     for log_id, header in parsed.blocks:
-        if by_record[log_id]:
-            assert by_record[log_id] == 1
+        if f"block/{log_id}" in rejected:
+            accounted.add(f"block/{log_id}")
             continue
-        assert header.number in seals and header.number not in sealed_headers, f"block {log_id} has no single outcome"
-        sealed_headers[header.number] = header
-    assert sorted(sealed_headers) == sorted(seals)
+        assert header is not None and header.number in seals and header.number not in sealed, log_id
+        sealed[header.number] = header
+    assert sorted(sealed) == sorted(seals)
     included: dict[str, int] = {}
     last: dict[tuple[str, str], int] = {}
-    for number in sorted(sealed_headers):
+    for number in sorted(sealed):
         refused_here = 0
-        for stream, origin, upto in sealed_headers[number].manifest:
+        for stream, origin, upto in sealed[number].manifest:
             for position in range(last.get((stream, origin), -1) + 1, upto + 1):
                 record_id = f"{stream}/{origin}/{position}"
                 assert record_id not in included
                 included[record_id] = number
-                refused_here += by_record[record_id]
+                refused_here += refused[record_id]
             last[(stream, origin)] = max(last.get((stream, origin), -1), upto)
         seal = seals[number]
-        assert seal["applied"] == len([r for r, n in included.items() if n == number]) - refused_here
-        assert seal["rejected"] + seal["ignored"] == refused_here
+        assert seal["applied"] == sum(1 for n in included.values() if n == number) - refused_here  # type: ignore[index]
+        assert seal["rejected"] + seal["ignored"] == refused_here  # type: ignore[index]
     for log_id in parsed.ingest_only:
-        assert by_record[log_id] == 1, f"line {log_id} has no outcome"
+        assert f"ingest/{log_id}" in rejected, f"line {log_id} has no outcome"
+        accounted.add(f"ingest/{log_id}")
     for record_id, log_ids in parsed.log_ids.items():
-        first = [log_id for log_id in log_ids if not by_record[log_id]]
+        first = [log_id for log_id in log_ids if f"ingest/{log_id}" not in rejected]
         assert len(first) == 1, f"{record_id}: copies without an ingest outcome: {first}"
-        assert all(by_record[log_id] == 1 for log_id in log_ids if log_id not in first)
-        if record_id in included:
-            assert by_record[record_id] <= 1
-        else:
-            assert by_record[record_id] == 1, f"{record_id} was neither included nor refused"
+        accounted |= {f"ingest/{log_id}" for log_id in log_ids if log_id not in first}
+        assert refused[record_id] <= 1 if record_id in included else refused[record_id] == 1, record_id
+        if refused[record_id]:
+            accounted.add(f"outcome/{record_id}")
+    assert accounted == set(rejected), f"unexplained rejections: {sorted(set(rejected) - accounted)[:5]}"
 
 
 def _publishes(record: InputRecord) -> tuple[int, bytes, list[Publish]] | None:
@@ -170,9 +183,11 @@ def subscriptions_in_force(lines: list[str], outputs: list[dict[str, object]]) -
     parsed = parse_log(lines)
     topics = outputs_by_topic(outputs)
     refused = {str(o["value"]["record"]) for o in topics.get("rejected", [])}  # type: ignore[index]
+    rejected_ids = {str(o["id"]) for o in topics.get("rejected", [])}
     failed = {str(o["value"]["record"]) for o in topics.get("events", []) if o["value"].get("kind") == "CallFailed"}  # type: ignore[union-attr]
     seals = sorted(int(o["value"]["number"]) for o in topics.get("seals", []))  # type: ignore[index]
-    headers = {h.number: h for log_id, h in parsed.blocks if h.number in seals and log_id not in refused}
+    headers = {h.number: h for log_id, h in parsed.blocks
+               if h is not None and h.number in seals and f"block/{log_id}" not in rejected_ids}
     declared: dict[int, dict[int, set[bytes]]] = {}
     in_force: dict[int, dict[int, dict[int, set[bytes]]]] = {}
     last: dict[tuple[str, str], int] = {}
