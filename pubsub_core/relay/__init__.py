@@ -26,10 +26,8 @@ from pubsub_core.relay.records import (
     event_record,
 )
 from pubsub_core.relay.router import (
-    DirectRouter,
     DispatchReport,
     MessageRouter,
-    RouterUnavailable,
     SessionChange,
     UpwardDispatch,
 )
@@ -43,7 +41,6 @@ __all__ = [
     "BlockSeal",
     "BroadcasterCall",
     "CallKind",
-    "DirectRouter",
     "DispatchReport",
     "EventRecord",
     "ForwardedCall",
@@ -60,7 +57,6 @@ __all__ = [
     "RelayConfig",
     "RelayError",
     "RelayMachine",
-    "RouterUnavailable",
     "SUBSCRIBER",
     "SessionChange",
     "Status",

@@ -43,7 +43,7 @@ from pubsub_core.relay.records import (
     Status,
     event_record,
 )
-from pubsub_core.relay.router import DirectRouter, DispatchReport, MessageRouter
+from pubsub_core.relay.router import DispatchReport, MessageRouter
 from pubsub_core.trie import RelayTries, StateNodeStore
 from pubsub_core.xcm.barriers import (
     AllowPublishFrom,
@@ -180,10 +180,19 @@ def _origin_order(stream: str, origin: str) -> tuple[int, int, str]:
     return rank, para, account.hex()
 
 
+def _seed_003_router() -> MessageRouter:
+    """The default router: seed 003's UMP/DMP/HRMP router with its default config."""
+    # Imported here because pubsub_core.router's adapter imports this package's seam (a module-level
+    # import would be circular).
+    from pubsub_core.router.relay_adapter import RelayRouter
+
+    return RelayRouter()
+
+
 class RelayMachine:
     """Applies relay blocks to a state backend; pure apart from the backend it is given."""
 
-    def __init__(self, config: RelayConfig | None = None, router_factory: Callable[[], MessageRouter] = DirectRouter) -> None:
+    def __init__(self, config: RelayConfig | None = None, router_factory: Callable[[], MessageRouter] | None = None) -> None:
         self.config = config or RelayConfig()
         self.broadcaster = Broadcaster(self.config.broadcaster)
         self.barriers = BarrierChain(
@@ -194,7 +203,7 @@ class RelayMachine:
         )
         self.executor = XcmExecutor(self.barriers, self.broadcaster, self.config.executor)
         self.admission = Admission(self.config.registry, self.config.admission)
-        self.router_factory = router_factory
+        self.router_factory = router_factory or _seed_003_router
 
     # -- genesis ---------------------------------------------------------------------------------
     def initialize(self, backend: StateBackend, genesis: Genesis) -> None:

@@ -3,22 +3,21 @@
 The block machine hands each para's admitted upward messages to ``receive_upward`` (acceptance checks,
 then enactment), later asks ``dispatch_upward`` to hand dispatchable messages, one by one, to the
 ``UpwardDispatch`` callback (the XCM executor with the para as origin), passes horizontal records and
-router calls through, and reports session changes. ``DirectRouter`` is the minimal, queue-less
-implementation used until the real router (pubsub_core.router) is plugged in.
+router calls through, and reports session changes. Seed 003's router implements it
+(``pubsub_core.router.relay_adapter.RelayRouter``, the machine's default).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from state import StateTransaction
 
 from pubsub_core.envelope.keys import Origin
-from pubsub_core.errors import PubSubError
 
-__all__ = ["DirectRouter", "DispatchReport", "MessageRouter", "RouterUnavailable", "SessionChange", "UpwardDispatch"]
+__all__ = ["DispatchReport", "MessageRouter", "SessionChange", "UpwardDispatch"]
 
 
 @dataclass(frozen=True)
@@ -65,40 +64,3 @@ class MessageRouter(Protocol):
     def on_session_change(self, txn: StateTransaction, session_index: int, now: int) -> SessionChange:
         """The block starts session ``session_index``."""
         ...
-
-
-class RouterUnavailable(PubSubError):
-    """The direct router has no HRMP or DMP: such records are rejected with this reason."""
-
-    code = "RouterUnavailable"
-
-    def __init__(self, what: str) -> None:
-        super().__init__(f"{what} needs the message router; the direct router has none")
-        self.what = what
-
-
-@dataclass
-class DirectRouter:
-    """No queues: upward messages are accepted as they come and dispatched in the same block, in inclusion order
-    (paras ascending, each para's messages by position). No acceptance limits, no HRMP, no DMP, no offboarding."""
-
-    _pending: list[tuple[int, bytes]] = field(default_factory=list)
-
-    def receive_upward(self, txn: StateTransaction, para: int, messages: Sequence[bytes], now: int) -> Sequence[object]:
-        self._pending.extend((para, message) for message in messages)
-        return ()
-
-    def dispatch_upward(self, txn: StateTransaction, now: int, dispatch: UpwardDispatch) -> Sequence[object]:
-        pending, self._pending = self._pending, []
-        for para, message in pending:
-            dispatch(txn, para, message)
-        return ()
-
-    def receive_horizontal(self, txn: StateTransaction, sender: int, payload: bytes, now: int) -> Sequence[object]:
-        raise RouterUnavailable("an HRMP message")
-
-    def handle_call(self, txn: StateTransaction, origin: Origin, call: bytes, now: int) -> Sequence[object]:
-        raise RouterUnavailable("a router call")
-
-    def on_session_change(self, txn: StateTransaction, session_index: int, now: int) -> SessionChange:
-        return SessionChange()

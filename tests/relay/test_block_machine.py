@@ -183,7 +183,7 @@ def test_duplicate_envelope_is_ignored() -> None:
     assert outcome_map(result)[replay.record_id] == ("ignored", "Duplicate")
 
 
-def test_subscriber_calls_are_forwarded_and_router_calls_need_the_router() -> None:
+def test_subscriber_calls_are_forwarded_and_malformed_router_input_is_rejected() -> None:
     chain = Chain()
     forwarded = chain.call(MANAGER, b"\x02\x01\xe8\x03\x00\x00")
     routed = chain.call(MANAGER, b"\x01\x00")
@@ -192,8 +192,8 @@ def test_subscriber_calls_are_forwarded_and_router_calls_need_the_router() -> No
     outcomes = outcome_map(result)
     assert outcomes[forwarded.record_id] == ("applied", None)
     assert [f.call for f in result.forwarded] == [b"\x02\x01\xe8\x03\x00\x00"]
-    assert outcomes[routed.record_id] == ("rejected", "RouterUnavailable")
-    assert outcomes[horizontal.record_id] == ("rejected", "RouterUnavailable")
+    assert outcomes[routed.record_id] == ("rejected", "MalformedRouterInput")
+    assert outcomes[horizontal.record_id] == ("rejected", "MalformedRouterInput")
 
 
 def test_block_must_extend_the_head_and_match_its_manifest() -> None:
