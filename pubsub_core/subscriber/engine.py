@@ -263,8 +263,9 @@ class _Run:
         except _Exhausted:
             return self._stop(cursor)
         items = rotate_to_cursor(work_items(active, self.ctx.relay_block_hash, self.config), cursor)
+        positions = {para: {key: index for index, key in enumerate(keys)} for para, keys in active.items()}
         roots: dict[int, bytes | None] = {}
-        done: dict[int, int] = {}
+        progress: dict[int, bytearray] = {}
         disabled: set[int] = set()
         for para, key in items:
             if para in disabled:
@@ -272,19 +273,25 @@ class _Run:
             self.current = (para, key)
             try:
                 if para not in roots:
-                    roots[para] = self._changed_root(para)
+                    new_root = self._changed_root(para)
+                    roots[para] = new_root
+                    if new_root is not None:
+                        progress[para] = self._read_progress(para, new_root, len(active[para]))
                 new_root = roots[para]
                 if new_root is None:
                     continue
+                index = positions[para][key]
+                if progress[para][index >> 3] >> (index & 7) & 1:
+                    continue
                 self._process_key(para, key, new_root)
-                done[para] = done.get(para, 0) + 1
+                progress[para][index >> 3] |= 1 << (index & 7)
             except _Exhausted:
-                self._advance_roots(active, roots, done, disabled)
+                self._save_progress(active, roots, progress, disabled)
                 return self._stop((para, key))
             except _DepthExceeded:
                 disabled.add(para)
                 self._disable(para)
-        self._advance_roots(active, roots, done, disabled)
+        self._save_progress(active, roots, progress, disabled)
         self.current = None
         self.txn.set_value(st.CURSOR, None)
         return ProcessingResult.COMPLETE
@@ -294,14 +301,32 @@ class _Run:
         self.txn.set_value(st.CURSOR, None if cursor is None else st.encode_cursor(*cursor))
         return ProcessingResult.INCOMPLETE
 
-    def _advance_roots(
-        self, active: Mapping[int, list[bytes]], roots: Mapping[int, bytes | None], done: Mapping[int, int],
+    def _read_progress(self, para: int, new_root: bytes, count: int) -> bytearray:
+        """Which keys (bit per index in ascending key order) were already processed at ``new_root``."""
+        raw = self.read_state(st.PROGRESS, st.para_key(para))
+        size = (count + 7) // 8
+        if raw is None or raw[:32] != new_root or len(raw) != 32 + size:
+            return bytearray(size)
+        return bytearray(raw[32:])
+
+    def _save_progress(
+        self,
+        active: Mapping[int, list[bytes]],
+        roots: Mapping[int, bytes | None],
+        progress: Mapping[int, bytearray],
         disabled: set[int],
     ) -> None:
-        """PreviousPublishedDataRoots advances only for publishers whose every key was processed at the root."""
+        """PreviousPublishedDataRoots advances once every key of the publisher was processed at the new root
+        (over one or several blocks); until then the progress bitmap records which keys are done."""
         for para, new_root in roots.items():
-            if new_root is not None and para not in disabled and done.get(para, 0) == len(active[para]):
+            if new_root is None or para in disabled:
+                continue
+            bits = progress[para]
+            if all(bits[i >> 3] >> (i & 7) & 1 for i in range(len(active[para]))):
                 self.txn.put(st.ROOTS, st.para_key(para), new_root)
+                self.txn.delete(st.PROGRESS, st.para_key(para))
+            else:
+                self.txn.put(st.PROGRESS, st.para_key(para), new_root + bytes(bits))
 
     def _detect_change(self, para: int, keys: list[bytes]) -> None:
         """Compare the declared key set with the one last processed (by digest, 32 bytes per block).
@@ -322,6 +347,7 @@ class _Run:
             self.pending.append(_Pending(para, None, (EventKind.PUBLISHER_CACHE_CLEARED, para, None, None, None)))
         else:
             self.txn.delete(st.ROOTS, st.para_key(para))
+        self.txn.delete(st.PROGRESS, st.para_key(para))
 
     def _changed_root(self, para: int) -> bytes | None:
         """The publisher's current child root, or None when it equals PreviousPublishedDataRoots (skip)."""
@@ -556,9 +582,10 @@ def clear_publisher_state(txn: StateTransaction, para: int, *, keep_known: bool)
         for key in sorted(txn.items(namespace)):
             txn.delete(namespace, key)
             removed += 1
-    if txn.get(st.ROOTS, st.para_key(para)) is not None:
-        txn.delete(st.ROOTS, st.para_key(para))
-        removed += 1
+    for namespace in (st.ROOTS, st.PROGRESS):
+        if txn.get(namespace, st.para_key(para)) is not None:
+            txn.delete(namespace, st.para_key(para))
+            removed += 1
     if not keep_known and txn.get(st.KNOWN, st.para_key(para)) is not None:
         txn.delete(st.KNOWN, st.para_key(para))
     return removed

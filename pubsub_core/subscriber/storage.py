@@ -5,7 +5,8 @@
 | ``subscriber.roots`` | u32 para | PreviousPublishedDataRoots: child root every subscribed key was processed at |
 | ``subscriber.disabled`` | u32 para | DisabledPublishers: DisableReason (0 = TrieDepthExceeded) |
 | ``subscriber.cursor`` | (value) | RelayProofProcessingCursor: u32 para ‖ 32-byte key |
-| ``subscriber.known`` | u32 para | the key set last processed for the publisher (change detection) |
+| ``subscriber.known`` | u32 para | Blake2-256 of the key set last processed (change detection) |
+| ``subscriber.progress`` | u32 para | new child root ‖ bitmap of the keys (ascending) already processed at it |
 | ``subscriber.declared`` | u32 para | subscriptions declared by ``set_subscriptions`` (the stored handler) |
 | ``subscriber.keys.<para>`` | key | KeyState: path at the root the key was processed at, and its last entry |
 | ``subscriber.cache.<para>`` | node hash | CachedTrieNodes: encoded structure node (never a value node) |
@@ -28,6 +29,7 @@ __all__ = [
     "EntryDigest",
     "KNOWN",
     "KeyState",
+    "PROGRESS",
     "PathStep",
     "ROOTS",
     "VALUE_KEY",
@@ -45,6 +47,7 @@ ROOTS = "subscriber.roots"
 DISABLED = "subscriber.disabled"
 CURSOR = "subscriber.cursor"
 KNOWN = "subscriber.known"
+PROGRESS = "subscriber.progress"
 DECLARED = "subscriber.declared"
 
 

@@ -84,13 +84,17 @@ class Update:
 
     @property
     def id(self) -> str:
-        """Blake2-256 of (subscriber, publisher, key, child root, kind, entry hash): one id per distinct delivery."""
+        """Blake2-256 of (subscriber, publisher, key, relay block, child root, kind, entry hash).
+
+        A key is delivered at most once per block, so the id is unique; a re-emitted record keeps it.
+        """
         kind_byte = list(UpdateKind).index(self.kind).to_bytes(1, "little")
         material = (
             b"pubsub/update"
             + encode_u32(self.subscriber)
             + encode_u32(self.publisher)
             + self.key
+            + self.relay_block_number.to_bytes(8, "little")
             + self.child_root
             + kind_byte
             + self.entry_hash
