@@ -284,8 +284,8 @@ def render(results: list[SizeResult], args: argparse.Namespace) -> str:
         lines.append(f"| {r.size:,} | {r.ours.build_peak_mb:.0f} | {r.pytrie.build_peak_mb:.0f} | {r.ours.proof_bytes:.0f} |")
     lines += [
         "",
-        "Peak = tracemalloc peak during the build, including the input's share of nothing (the entries exist"
-        " before tracing starts); our proofs include the V1 value node of the key (up to 2 KiB).",
+        "Peak = tracemalloc peak while building the trie from entries that already exist (so the input itself"
+        " is not counted); a mean proof includes the key's V1 value node (32 to 2048 bytes).",
         "",
         "### Store calls per update block (StateNodeStore, page_depth=2, over a call-counting MemoryBackend)",
         "",
@@ -302,8 +302,8 @@ def render(results: list[SizeResult], args: argparse.Namespace) -> str:
         "",
         "Each block is one StateTransaction: the trie loads the pages on the changed paths band by band"
         " (one backend read per band of two nibble levels), then commit() writes every changed page and value"
-        " in one call. The initial build of each size took"
-        + ", ".join(f" {r.store.build_read_calls} reads + {r.store.build_write_calls} write ({r.size:,})" for r in results)
+        " in one call. The initial build (one batch of every entry) took "
+        + ", ".join(f"{r.store.build_read_calls} reads + {r.store.build_write_calls} write ({r.size:,})" for r in results)
         + ".",
         "",
         f"![trie benchmark](img/{PLOT.name})",

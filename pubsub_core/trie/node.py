@@ -116,6 +116,7 @@ def encode_partial(partial: str) -> bytes:
 
 
 _REF_PREFIX = [bytes((length << 2,)) for length in range(HASH_LEN)] + [b"\x80"]
+_BIT = [1 << index for index in range(16)]
 """Compact length prefix of a child reference, by reference length (inline < 32 bytes, or a 32-byte hash)."""
 
 
@@ -144,16 +145,15 @@ def encode_node(
             parts.append(value)
     if children is not None:
         bitmap = 0
-        bit = 1
-        prefix = _REF_PREFIX
-        for child in children:
+        for index, child in enumerate(children):
             if child is not None:
-                bitmap |= bit
-                size = len(child)
-                parts.append(prefix[size] if size <= HASH_LEN else encode_compact(size))
-                parts.append(child)
-            bit <<= 1
+                bitmap |= _BIT[index]
         parts[2] = bitmap.to_bytes(2, "little")
+        prefix = _REF_PREFIX
+        try:
+            parts.extend([prefix[len(c)] + c for c in children if c is not None])
+        except IndexError as exc:
+            raise ValueError("A child reference is a 32-byte hash or an inline node shorter than 32 bytes.") from exc
     return b"".join(parts)
 
 

@@ -429,20 +429,31 @@ class _Batch:
         children = list(node.children)
         fresh: dict[int, Node] = {}
         full = path + partial
+        loaded = self.loaded
+        shrunk = value is None and node.value is not None
         while index < hi:
             nibble = keys[index][end]
             upper = bisect_left(keys, full + chr(ord(nibble) + 1), index, hi)
             slot = nibble_index[nibble]
             ref = children[slot]
             child_path = full + nibble
-            old = None if ref is None else self.child(ref, child_path)
+            if ref is None:
+                old = None
+            else:
+                old = loaded.get(child_path) if len(ref) == HASH_LEN else None
+                if old is None:
+                    old = self.child(ref, child_path)
             new = self.apply(old, end + 1, index, upper)
             if new is None:
+                shrunk = shrunk or ref is not None
                 children[slot] = None
             else:
                 children[slot] = self.place(child_path, new)
                 fresh[slot] = new
             index = upper
+        if not shrunk:
+            # Nothing was removed, so the branch keeps at least what made it a valid branch before.
+            return Node.make(partial, value, hashed, tuple(children))
         present = [slot for slot in range(16) if children[slot] is not None]
         if not present:
             return None if value is None else Node.make(partial, value, hashed, None)
