@@ -18,7 +18,8 @@ class SubscriberConfig:
     - ``max_cached_node_size``: bound of a CachedTrieNodes entry (750 covers the 599-byte worst-case branch).
     - ``max_value_node_size``: bound of an external value node (SCALE PublishedEntry with a 2048-byte value).
     - ``system_para_limit``: paras below it are system paras, processed first.
-    - ``db_read`` / ``db_write``: RuntimeDbWeight; a relay proof node read costs ``db_read + (0, len)``.
+    - ``db_read``: RuntimeDbWeight read; any read (relay node, cache entry, storage entry) costs ``db_read + (0, len)``.
+      Writes are not metered: they add no PoV and happen after the reads that bound the block.
     - ``ref_time_limit``: ref_time available to pub-sub proof processing in one block.
     - ``pov_percent``: share of max_pov_size usable by the inherent (85%, the HRMP limit).
     - ``messages_collection_size_limit``: None = half the allowed PoV, so DMQ + HRMP may use it all.
@@ -31,7 +32,6 @@ class SubscriberConfig:
     max_value_node_size: int = 2048 + 2 + 8
     system_para_limit: int = 2000
     db_read: Weight = field(default_factory=lambda: Weight(25_000_000, 0))
-    db_write: Weight = field(default_factory=lambda: Weight(100_000_000, 0))
     ref_time_limit: int = 500_000_000_000
     pov_percent: int = 85
     messages_collection_size_limit: int | None = None

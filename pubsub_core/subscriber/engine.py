@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from pubsub_core.codec.scale import ScaleDecodeError, encode_u32
 from pubsub_core.codec.types import PublishedEntry, SubscribedKey, TtlState
@@ -86,6 +86,21 @@ class Subscriptions:
     @classmethod
     def of(cls, mapping: Mapping[int, Sequence[SubscribedKey]], weight: Weight | None = None) -> Subscriptions:
         return cls(tuple((para, tuple(keys)) for para, keys in mapping.items()), weight or Weight())
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"entries": [{"publisher": 1000, "keys": [hex, ...]}, ...], "weight": {...}}``."""
+        return {
+            "entries": [{"publisher": para, "keys": [key.hash.hex() for key in keys]} for para, keys in self.entries],
+            "weight": self.weight.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Subscriptions:
+        entries = tuple(
+            (int(item["publisher"]), tuple(SubscribedKey(bytes.fromhex(key)) for key in item["keys"]))
+            for item in data["entries"]
+        )
+        return cls(entries, Weight.from_json(data.get("weight", {"ref_time": 0, "proof_size": 0})))
 
     def merged(self) -> dict[int, list[bytes]]:
         """Per publisher, its distinct keys ascending (several declarations of one publisher are merged)."""
@@ -274,9 +289,9 @@ class _Run:
             try:
                 if para not in roots:
                     new_root = self._changed_root(para)
-                    roots[para] = new_root
                     if new_root is not None:
                         progress[para] = self._read_progress(para, new_root, len(active[para]))
+                    roots[para] = new_root
                 new_root = roots[para]
                 if new_root is None:
                     continue

@@ -147,3 +147,12 @@ def test_bug13_subscribers_learn_about_deletions_and_expiries() -> None:
         [(key("A"), UpdateKind.EXPIRED), (key("B"), UpdateKind.DELETED)]
     )
     assert all(u.value == b"" and u.ttl_state == TtlState.timed_out() for u in outcome.updates)
+
+
+def test_budget_running_out_between_the_child_root_and_the_progress_read() -> None:
+    """Regression (found by the simulator's properties): exhaustion right after the child root was read."""
+    for budget in range(2_300, 4_400, 7):
+        h = Harness(config=SubscriberConfig(pov_percent=100))
+        h.publish(2001, {key("A"): entry(b"a"), key("B"): entry(b"b")})
+        outcome = h.block(subs_of({2001: [key("A"), key("B")]}), max_pov=budget)
+        assert outcome.pov.consumed_proof_size <= budget
