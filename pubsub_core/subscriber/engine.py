@@ -22,7 +22,7 @@ Per block:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
@@ -347,7 +347,8 @@ class _Run:
         """Compare the declared key set with the one last processed (by digest, 32 bytes per block).
 
         Added keys only: forget the stored root so the publisher is processed even if unchanged.
-        A removed key: clear the publisher's cache and key states (seed 002, Subscription change clears cache).
+        A removed key: clear the publisher's cache and paths (seed 002, Subscription change clears cache), keeping
+        what was delivered for the keys still subscribed.
         """
         digest = blake2_256(st.encode_keys(keys))
         known = self.read_state(st.KNOWN, st.para_key(para))
@@ -358,7 +359,7 @@ class _Run:
             return
         wanted = set(keys)
         if any(key not in wanted for key in self.txn.items(st.keys_ns(para))):
-            clear_publisher_state(self.txn, para, keep_known=True)
+            clear_publisher_state(self.txn, para, keep_entries=wanted, forget_known=False)
             self.pending.append(_Pending(para, None, (EventKind.PUBLISHER_CACHE_CLEARED, para, None, None, None)))
         else:
             self.txn.delete(st.ROOTS, st.para_key(para))
@@ -395,7 +396,7 @@ class _Run:
         if state is not None and state.root(EMPTY_ROOT) == new_root:
             return
         self.stats.keys_processed += 1
-        old_path = () if state is None else state.path
+        old_path = () if state is None or not state.recorded else state.path
         last_entry = None if state is None else state.entry
         new_path: list[PathStep] = []
         fetched: dict[bytes, bytes] = {}
@@ -516,7 +517,7 @@ class _Run:
     def _disable(self, para: int) -> None:
         """MaxTrieDepth exceeded: drop the publisher's deliveries of this block, forget its state, disable it."""
         self.pending = [item for item in self.pending if item.publisher != para or item.update is None]
-        clear_publisher_state(self.txn, para, keep_known=False)
+        clear_publisher_state(self.txn, para, keep_entries=frozenset(), forget_known=True)
         self.txn.put(st.DISABLED, st.para_key(para), bytes((DisableReason.TRIE_DEPTH_EXCEEDED.value,)))
         self.pending.append(
             _Pending(para, None, (EventKind.PUBLISHER_DISABLED, para, None, None, "TrieDepthExceeded"))
@@ -590,20 +591,36 @@ class _ChildView:
         return self.run.child_node(self.para, node_hash)
 
 
-def clear_publisher_state(txn: StateTransaction, para: int, *, keep_known: bool) -> int:
-    """Remove a publisher's cached nodes, refcounts, key states and stored root; return how many entries went."""
-    removed = 0
-    for namespace in (st.cache_ns(para), st.refs_ns(para), st.keys_ns(para)):
+def clear_publisher_state(
+    txn: StateTransaction, para: int, *, keep_entries: Collection[bytes] | None, forget_known: bool
+) -> int:
+    """Remove a publisher's cached nodes, refcounts, recorded paths, progress and stored root.
+
+    The last delivered entry of each key in ``keep_entries`` (None: every key) is kept with its path cleared,
+    so the next block re-reads full paths but delivers only what changed; other key states are removed.
+    Returns how many entries changed (0: there was nothing to clear).
+    """
+    changed = 0
+    for namespace in (st.cache_ns(para), st.refs_ns(para)):
         for key in sorted(txn.items(namespace)):
             txn.delete(namespace, key)
-            removed += 1
+            changed += 1
+    for key, raw in sorted(txn.items(st.keys_ns(para)).items()):
+        state = KeyState.decode(raw)
+        if (keep_entries is None or key in keep_entries) and state.entry is not None:
+            if state.recorded:
+                txn.put(st.keys_ns(para), key, state.cleared().encode())
+                changed += 1
+        else:
+            txn.delete(st.keys_ns(para), key)
+            changed += 1
     for namespace in (st.ROOTS, st.PROGRESS):
         if txn.get(namespace, st.para_key(para)) is not None:
             txn.delete(namespace, st.para_key(para))
-            removed += 1
-    if not keep_known and txn.get(st.KNOWN, st.para_key(para)) is not None:
+            changed += 1
+    if forget_known and txn.get(st.KNOWN, st.para_key(para)) is not None:
         txn.delete(st.KNOWN, st.para_key(para))
-    return removed
+    return changed
 
 
 def run_block(

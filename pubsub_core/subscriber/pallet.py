@@ -108,10 +108,11 @@ def enable_publisher(txn: StateTransaction, publisher: int, *, subscriber: int, 
 def clear_publisher_cache(
     txn: StateTransaction, publisher: int, *, subscriber: int, at: int, index: int = 0
 ) -> PalletEvent:
-    """Free a publisher's CachedTrieNodes, key states and stored root (reference bug 7: the root is cleared too,
-    and NoCachedNodes is raised when there is nothing to clear). Keys still subscribed are re-read in full."""
+    """Free a publisher's CachedTrieNodes, recorded paths and stored root (reference bug 7: the root is cleared
+    too, and NoCachedNodes is raised when there is nothing to clear). Subscribed keys are re-read in full next
+    block; what was already delivered is remembered, so only changes are delivered again."""
     with txn.atomic():
-        if not clear_publisher_state(txn, publisher, keep_known=False):
+        if not clear_publisher_state(txn, publisher, keep_entries=None, forget_known=False):
             raise NoCachedNodesError(publisher)
     return PalletEvent(subscriber, at, index, EventKind.PUBLISHER_CACHE_CLEARED, publisher)
 

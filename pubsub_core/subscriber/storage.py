@@ -8,7 +8,7 @@
 | ``subscriber.known`` | u32 para | Blake2-256 of the key set last processed (change detection) |
 | ``subscriber.progress`` | u32 para | new child root ‖ bitmap of the keys (ascending) already processed at it |
 | ``subscriber.declared`` | u32 para | subscriptions declared by ``set_subscriptions`` (the stored handler) |
-| ``subscriber.keys.<para>`` | key | KeyState: path at the root the key was processed at, and its last entry |
+| ``subscriber.keys.<para>`` | key | KeyState: path at the root the key was processed at (or cleared), and its last entry |
 | ``subscriber.cache.<para>`` | node hash | CachedTrieNodes: encoded structure node (never a value node) |
 | ``subscriber.refs.<para>`` | node hash | u32: how many subscribed keys' paths use the cached node |
 
@@ -113,18 +113,29 @@ class EntryDigest:
 @dataclass(frozen=True, slots=True)
 class KeyState:
     """Per subscribed key: its lookup path at the child root it was last processed at (the path's first node;
-    an empty path means the empty trie), and the last delivered entry (None: absent or never delivered)."""
+    an empty path means the empty trie), and the last delivered entry (None: absent or never delivered).
+
+    ``recorded`` is False after a cache clear: the path is forgotten (the next walk reads it in full) while the
+    last delivered entry is kept, so nothing is delivered twice and a removal meanwhile is still reported.
+    """
 
     path: tuple[PathStep, ...]
     entry: EntryDigest | None
+    recorded: bool = True
 
-    def root(self, empty_root: bytes) -> bytes:
-        """The child root this key was processed at."""
+    def root(self, empty_root: bytes) -> bytes | None:
+        """The child root this key was processed at, None when its path was cleared."""
+        if not self.recorded:
+            return None
         return self.path[0].node_hash if self.path else empty_root
 
+    def cleared(self) -> KeyState:
+        return KeyState((), self.entry, recorded=False)
+
     def encode(self) -> bytes:
-        """compact(n) ‖ n × (hash ‖ u8 offset·2+inline) ‖ option(entry hash ‖ u32 ttl ‖ u32 when_inserted)."""
-        out = bytearray(encode_compact(len(self.path)))
+        """u8 recorded ‖ compact(n) ‖ n × (hash ‖ u8 offset·2+inline) ‖ option(entry hash ‖ u32 ttl ‖ u32 when)."""
+        out = bytearray((1 if self.recorded else 0,))
+        out += encode_compact(len(self.path))
         for step in self.path:
             out += step.node_hash + bytes((step.offset << 1 | (1 if step.inline else 0),))
         if self.entry is None:
@@ -137,6 +148,7 @@ class KeyState:
     @classmethod
     def decode(cls, data: bytes) -> KeyState:
         reader = ScaleReader(data)
+        recorded = reader.u8() == 1
         count = reader.compact()
         path = []
         for _ in range(count):
@@ -147,4 +159,4 @@ class KeyState:
         if reader.u8() == 1:
             entry = EntryDigest(reader.take(32), reader.u32(), reader.u32())
         reader.finish()
-        return cls(tuple(path), entry)
+        return cls(tuple(path), entry, recorded)

@@ -156,3 +156,18 @@ def test_budget_running_out_between_the_child_root_and_the_progress_read() -> No
         h.publish(2001, {key("A"): entry(b"a"), key("B"): entry(b"b")})
         outcome = h.block(subs_of({2001: [key("A"), key("B")]}), max_pov=budget)
         assert outcome.pov.consumed_proof_size <= budget
+
+
+def test_unsubscribing_a_key_does_not_redeliver_the_other_keys() -> None:
+    """Regression (found by the simulator): the cache clear on a removed key used to forget what was delivered."""
+    h = Harness()
+    h.number = 10
+    h.publish(1000, {key("A"): entry(b"a"), key("B"): entry(b"b", ttl=3, when=10), key("C"): entry(b"c")})
+    h.block(subs_of({1000: [key("A"), key("B")]}))
+    h.number = 20  # B expired meanwhile and was removed by on_idle
+    h.publish(1000, {key("B"): None})
+    outcome = h.block(subs_of({1000: [key("B"), key("C")]}))
+    assert sorted((u.key, u.kind.value) for u in outcome.updates) == sorted(
+        [(key("B"), "expired"), (key("C"), "set")]
+    )
+    assert h.block(subs_of({1000: [key("B"), key("C")]})).updates == ()
