@@ -38,19 +38,24 @@ class Simulator:
         """One event-log line (blank lines are skipped); returns the outputs it caused, in order."""
         if not text.strip():
             return []
+        parsed = self.parse_line(text)
+        return [parsed] if isinstance(parsed, OutputRecord) else self.feed(parsed)
+
+    def parse_line(self, text: str) -> LogRecord | OutputRecord:
+        """A non-blank line as a record of its topic, or the rejection that takes its place."""
         realm = self.config.default_realm
         topic, key, log_id = "?", "", ""
         try:
             topic, key, value = parse_line(text)
-            log_id = f"{topic}@{self._offset(topic)}"
+            offset = self._offset(topic)
+            log_id = f"{topic}@{offset}"
             realm, stream = split_topic(topic)
-            record = LogRecord(realm, stream, key, self.offsets[topic] - 1, decode_value(realm, stream, key, value))
+            return LogRecord(realm, stream, key, offset, decode_value(realm, stream, key, value))
         except IngestError as exc:
             if not log_id:
                 log_id = f"{topic}@{self._offset(topic)}"
             outcome = SimOutcome(None, log_id, "rejected", exc.reason, exc.detail)
-            return [OutputRecord(f"{realm}.rejected", key, f"ingest/{log_id}", outcome.to_json())]
-        return self.feed(record)
+            return OutputRecord(f"{realm}.rejected", key, f"ingest/{log_id}", outcome.to_json())
 
     def feed(self, record: LogRecord) -> list[OutputRecord]:
         """One parsed record; returns the outputs it caused, in order."""

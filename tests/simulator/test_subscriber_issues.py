@@ -1,16 +1,15 @@
-"""Problems of the subscriber package that the simulator's random workloads found. A strict xfail fails today
-and turns red (unexpected pass) once the package is fixed, so the marker gets removed then; the property checks
-in properties.py work around the first two. The KeyError one is fixed in the subscriber engineer's working
-tree but not yet committed, hence not strict."""
+"""Regressions: problems of the subscriber package that the simulator's random workloads found, each fixed in
+that package since (resubscription re-delivery, a stale value after a cache clear, colliding update ids, a
+KeyError when the budget ran out between a child-root read and a progress read). Each test is the smallest
+workload that showed it."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from producers.workload import WorkloadSpec, generate
-from pubsub_core.simulator import SimulatorError, simulate
+from pubsub_core.simulator import simulate
+from tests.simulator.properties import check_subscribers
 
 
 def outputs(spec: WorkloadSpec) -> list[dict[str, object]]:
@@ -27,23 +26,20 @@ RESUBSCRIBED = WorkloadSpec(seed=1, blocks=2, publishers=0, system_publishers=1,
                             ttl_mix=((0, 1.0),))
 
 
-@pytest.mark.xfail(strict=True, reason="engine.py clears every key state of a publisher when a key is unsubscribed, "
-                                       "so still-subscribed keys are delivered again at the same root")
 def test_unsubscribing_a_key_does_not_redeliver_the_other_keys() -> None:
     seen = [(u["subscriber"], u["publisher"], u["key"], u["value"], u["child_root"]) for u in updates(RESUBSCRIBED)]
     assert len(seen) == len(set(seen))
 
 
-@pytest.mark.xfail(strict=True, reason="after that clear, a still-subscribed key that expired meanwhile is never "
-                                       "reported removed: the subscriber keeps its stale value")
 def test_a_key_that_expires_while_the_cache_is_cleared_is_reported_removed() -> None:
+    """Subscriber 3001 unsubscribes a key in block 2 while a key it keeps expires in block 3: the clear must
+    not make it forget that it held that key."""
     spec = WorkloadSpec(**{**RESUBSCRIBED.__dict__, "ttl_mix": ((2, 1.0),)})
-    held: dict[tuple[object, object, object], object] = {}
-    for u in updates(spec):
-        slot = (u["subscriber"], u["publisher"], u["key"])
-        held[slot] = u["value"] if u["kind"] == "set" else None
-    # Every key expires two blocks after its last publish and the run ends later: nothing may still be held.
-    assert all(value is None for value in held.values()), held
+    lines = [line for chunk in generate(spec) for line in chunk]
+    result = [json.loads(record.to_line()) for record in simulate(lines)]
+    assert check_subscribers(lines, result) >= 4
+    removed = [(u["subscriber"], u["relay_block_number"], u["kind"]) for u in updates(spec) if u["kind"] != "set"]
+    assert (3001, 3, "expired") in removed
 
 
 def test_update_ids_differ_for_distinct_deliveries() -> None:
@@ -55,9 +51,6 @@ def test_update_ids_differ_for_distinct_deliveries() -> None:
     assert len(ids) == len(set(ids))
 
 
-@pytest.mark.xfail(strict=False, raises=SimulatorError,
-                   reason="engine.py _save_progress: KeyError when the budget runs out before a publisher's progress "
-                          "bitmap was read (progress[para] missing for a para in roots)")
 def test_budget_exhausted_before_a_publishers_root_is_read() -> None:
     spec = WorkloadSpec(seed=0, blocks=3, publishers=2, system_publishers=2, subscribers=2, keys=2, subscribed_keys=4,
                         value_min=0, value_max=53, update_rate=1.0, ttl_mix=((0, 1.0),), bad_records=0.0, dmp_rate=0.0,

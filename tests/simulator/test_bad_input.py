@@ -1,0 +1,218 @@
+"""Bad input never stops a run: every kind of bad line or record ends as one typed outcome on ``rejected``
+(or a ``CallFailed`` event for a subscriber call the relay included), and good traffic around it is unaffected."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from producers.workload import LogBuilder, minimal_example, published_key, signer
+from pubsub_core.codec.scale import encode_bytes, encode_compact, encode_u32
+from pubsub_core.envelope import KeyRegistry, Topic
+from pubsub_core.relay import BlockHeader, Genesis
+from pubsub_core.simulator import (
+    ClearPublisherCache,
+    ConfigError,
+    EnablePublisher,
+    LogRecord,
+    RelayStage,
+    RelayView,
+    SetSubscriptions,
+    Simulator,
+    SimulatorConfig,
+    SubscriberStage,
+    simulate,
+)
+from pubsub_core.simulator.records import decode_value
+from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
+from pubsub_core.xcm.types import ClearOrigin
+from tests.simulator.properties import check_outcomes
+
+PUBLISHER, SUBSCRIBER, UNREGISTERED = 1000, 3000, 2999
+COLLATORS = {p: signer(f"test/{p}") for p in (PUBLISHER, SUBSCRIBER, UNREGISTERED)}
+ROOT = signer("test/root")
+
+
+def builder() -> LogBuilder:
+    log = LogBuilder("polkadot")
+    log.genesis(KeyRegistry(para_keys={p: frozenset({s.public_key}) for p, s in COLLATORS.items()},
+                            root_keys=frozenset({ROOT.public_key}), author_keys=frozenset({log.author.public_key})),
+                Genesis())
+    return log
+
+
+def run(lines: list[str], config: SimulatorConfig | None = None) -> list[dict[str, object]]:
+    outputs = [json.loads(record.to_line()) for record in simulate(lines, config)]
+    check_outcomes(lines, outputs)
+    return outputs
+
+
+def rejected(outputs: list[dict[str, object]]) -> dict[str, tuple[str, str]]:
+    """record -> (status, reason) of everything on ``rejected``."""
+    return {str(o["value"]["record"]): (str(o["value"]["status"]), str(o["value"]["reason"]))  # type: ignore[index]
+            for o in outputs if str(o["topic"]).endswith(".rejected")}
+
+
+def relay_events(outputs: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [o["value"]["event"] for o in outputs if o["key"] == "relay" and "event" in o["value"]]  # type: ignore[index,operator]
+
+
+def test_each_kind_of_bad_record_gets_its_typed_reason() -> None:
+    log = builder()
+    collator, key = COLLATORS[PUBLISHER], published_key(PUBLISHER, 0)
+    good = log.publish(PUBLISHER, collator, [(key, b"ok", 0)])
+    message = encode_versioned_xcm(Xcm((Publish(key, b"forged", 0),)))
+    forged = bytearray(collator.sign(Topic("polkadot", "upward", str(PUBLISHER)), 10**6, message).encode())
+    forged[-1] ^= 1
+    bad_signature = log.raw("upward", str(PUBLISHER), bytes(forged))
+    replayed = log.raw("upward", str(PUBLISHER), good.value)
+    oversize = log.signed(collator, "upward", str(PUBLISHER),
+                          b"\x05" + encode_compact(1) + b"\x34" + key + encode_bytes(bytes(1025)) + encode_u32(0))
+    non_publish = log.signed(collator, "upward", str(PUBLISHER), encode_versioned_xcm(Xcm((ClearOrigin(),))))
+    stranger = log.signed(signer("stranger"), "upward", str(PUBLISHER), encode_versioned_xcm(Xcm((ClearOrigin(),))))
+    unregistered = log.publish(UNREGISTERED, COLLATORS[UNREGISTERED], [(key, b"x", 0)])
+    log.lines += [
+        '{"topic": "polkadot.upward", "key": "1000", "value": {',
+        json.dumps({"topic": "polkadot.sideways", "key": "1000", "value": {}}),
+        json.dumps({"topic": "polkadot.upward", "key": "1000", "value": {"stream": "upward", "origin": "1000",
+                                                                         "position": 99, "value": "0xzz"}}),
+        json.dumps({"topic": "polkadot.upward", "key": "1001", "value": good.to_json()}),
+        json.dumps({"topic": "polkadot.upward", "key": "1000", "value": {**good.to_json(), "value": "0x00"}}),
+        json.dumps({"topic": "polkadot.upward", "key": "1000", "value": good.to_json()}),
+        "[1, 2, 3]",
+    ]
+    log.block()
+    outputs = run(log.lines)
+    got = rejected(outputs)
+    assert got[bad_signature.record_id] == ("rejected", "BadSignature")
+    assert got[replayed.record_id] == ("ignored", "Duplicate")
+    assert got[oversize.record_id] == ("rejected", "Malformed")
+    assert got[non_publish.record_id] == ("rejected", "BadFormat")
+    assert got[stranger.record_id] == ("rejected", "NotMember")
+    assert good.record_id not in got and unregistered.record_id not in got
+    assert sorted(reason for record, (_, reason) in got.items() if "@" in record) == [
+        "Duplicate", "KeyMismatch", "MalformedJson", "MalformedJson", "MalformedRecord", "PositionConflict", "UnknownTopic"]
+    executed = [(e["para"], e["outcome"], e["error"]) for e in relay_events(outputs) if e["event"] == "MessageExecuted"]
+    assert executed == [(PUBLISHER, "Complete", ""), (UNREGISTERED, "Incomplete", "NotRegistered")]
+
+
+def test_a_block_waits_for_its_records_and_missing_ones_are_reported_at_the_end() -> None:
+    log = builder()
+    first = log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(published_key(PUBLISHER, 0), b"a", 0)])
+    log.block()
+    second = log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(published_key(PUBLISHER, 0), b"b", 0)])
+    log.block()
+    late = log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(published_key(PUBLISHER, 0), b"c", 0)])
+    genesis, block1, block2 = log.lines[0], log.lines[2], log.lines[4]
+    # Blocks first: block 1 waits for upward/1000/0, block 2 for /1; the third record is never included.
+    lines = [genesis, block1, block2, log.lines[1], log.lines[3], log.lines[5]]
+    outputs = run(lines)
+    assert [o["value"]["number"] for o in outputs if str(o["topic"]).endswith(".seals")] == [1, 2]  # type: ignore[index]
+    assert rejected(outputs) == {late.record_id: ("rejected", "NeverIncluded")}
+    assert first.record_id != second.record_id
+    # Without the record a block needs, the block (and everything after it) never applies.
+    outputs = run([genesis, block1, block2, log.lines[3]])
+    assert rejected(outputs) == {"blocks/author/0": ("rejected", "MissingRecords"),
+                                 "blocks/author/1": ("rejected", "MissingRecords"),
+                                 second.record_id: ("rejected", "NeverIncluded")}
+
+
+def test_blocks_that_do_not_extend_the_chain_or_are_not_signed_are_rejected() -> None:
+    log = builder()
+    log.block()
+    bad = BlockHeader(5, bytes([5]) * 32, bytes([4]) * 32, 1 << 20, 0, ())
+    out_of_order = log.signed(log.author, "blocks", "author", bad.encode())
+    unsigned = log.signed(signer("not the author"), "blocks", "author", bad.encode())
+    log.lines.append(log.lines[-2])  # the author's header again: a replayed seqno
+    log.lines.append(log.lines[0])  # a second genesis
+    log.block()
+    outputs = run(log.lines)
+    got = rejected(outputs)
+    assert got[unsigned.record_id] == ("rejected", "NotMember")
+    assert got[out_of_order.record_id] == ("ignored", "Duplicate")  # its replay; the first copy is below
+    everything = sorted((str(o["value"]["status"]), str(o["value"]["reason"]))  # type: ignore[index]
+                        for o in outputs if str(o["topic"]).endswith(".rejected"))
+    assert everything == sorted([("rejected", "BlockOrderError"), ("rejected", "NotMember"),
+                                 ("ignored", "Duplicate"), ("rejected", "GenesisTooLate")])
+
+
+def test_subscriber_calls_that_cannot_apply_are_call_failed_events() -> None:
+    log = builder()
+    sub, origin = COLLATORS[SUBSCRIBER], f"para:{SUBSCRIBER}"
+    key = published_key(PUBLISHER, 0)
+    log.signed(sub, "extrinsics", origin, SetSubscriptions(((PUBLISHER, (key,)),)).encode())
+    log.signed(ROOT, "extrinsics", "root", SetSubscriptions(((PUBLISHER, (key,)),)).encode())
+    log.signed(sub, "extrinsics", origin, b"\x02\x07")
+    log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(key, b"v", 0)])
+    log.block()
+    log.signed(sub, "extrinsics", origin, EnablePublisher(PUBLISHER).encode())
+    log.signed(sub, "extrinsics", origin, ClearPublisherCache(PUBLISHER).encode())
+    log.signed(sub, "extrinsics", origin, ClearPublisherCache(PUBLISHER).encode())
+    log.block()
+    log.block()
+    outputs = run(log.lines)
+    assert not rejected(outputs)
+    failed = [(o["key"], o["value"]["reason"]) for o in outputs if o["value"].get("kind") == "CallFailed"]  # type: ignore[union-attr]
+    assert failed == [("relay", "BadOrigin"), ("3000", "Malformed"), ("3000", "PublisherNotDisabledError"),
+                      ("3000", "NoCachedNodesError")]
+    kinds = [o["value"]["kind"] for o in outputs if o["key"] == "3000" and str(o["topic"]).endswith(".events")]  # type: ignore[index]
+    assert "PublisherCacheCleared" in kinds
+    assert [bytes.fromhex(o["value"]["value"]) for o in outputs if str(o["topic"]).endswith(".updates")][:1] == [b"v"]  # type: ignore[index]
+
+
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.integers(0, 7), st.text(max_size=40) | st.binary(max_size=40).map(lambda b: b.hex())),
+                max_size=6))
+def test_garbage_lines_never_stop_a_run_nor_change_the_blocks(garbage: list[tuple[int, str]]) -> None:
+    lines = minimal_example()
+    baseline = [o for o in run(lines) if not str(o["id"]).startswith("ingest/")]
+    mixed = list(lines)
+    for where, text in garbage:
+        mixed.insert(min(where, len(mixed)), text.replace("\n", " "))
+    outputs = run(mixed)
+    assert [o for o in outputs if not str(o["id"]).startswith("ingest/")] == baseline
+    assert sum(str(o["id"]).startswith("ingest/") for o in outputs) == sum(bool(t.strip()) for _, t in garbage)
+
+
+def test_the_stage_seam_serializes() -> None:
+    """Stage S fed with views that went through their JSON form gives the same outputs as in one process."""
+    lines = minimal_example()
+    direct = [o.to_line() for o in simulate(lines)]
+    relay, stages, seamed = RelayStage("polkadot", SimulatorConfig()), {}, []
+    simulator = Simulator()
+    for line in lines:
+        record = simulator.parse_line(line)
+        assert isinstance(record, LogRecord)
+        immediate, steps = relay.feed(record)
+        seamed += [o.to_line() for o in immediate]
+        for step in steps:
+            seamed += [o.to_line() for o in step.outputs]
+            for view in step.views:
+                again = RelayView.from_json(json.loads(json.dumps(view.to_json())))
+                assert again == view
+                stage = stages.setdefault(view.subscriber, SubscriberStage("polkadot", view.subscriber, SimulatorConfig().subscriber))
+                seamed += [o.to_line() for o in stage.step(again)]
+    assert seamed == direct
+
+
+def test_config_sections_apply_and_unknown_keys_are_refused() -> None:
+    log = builder()
+    for value in (b"a", b"b"):
+        log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(published_key(PUBLISHER, 0), value, 0)])
+    log.block()
+    config = SimulatorConfig.from_json({"admission": {"max_messages_per_block": 1}})
+    assert sorted(rejected(run(log.lines, config)).values()) == [("rejected", "RateLimited")]
+    for bad in ({"admission": {"nope": 1}}, {"subscriber": {"pov_percent": 101}}, {"colour": "blue"}, []):
+        try:
+            SimulatorConfig.from_json(bad)
+        except ConfigError as exc:
+            assert str(exc)
+        else:
+            raise AssertionError(f"{bad} was accepted")
+
+
+def test_decode_value_checks_the_key_against_the_record() -> None:
+    record = {"stream": "upward", "origin": "1000", "position": 0, "value": "0x00"}
+    assert decode_value("polkadot", "upward", "1000", record).value == b"\x00"  # type: ignore[union-attr]
