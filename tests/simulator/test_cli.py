@@ -1,0 +1,80 @@
+"""`pubsub simulate` and `pubsub workload` through producers.cli.main: help, files written, stdout, summaries,
+and errors reported with an exit code rather than a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from producers.cli import build_parser, main
+from producers.workload import WorkloadSpec, generate
+from pubsub_core.simulator import simulate
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("command", ["simulate", "workload"])
+def test_help_reads_well(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: pubsub " + command)
+    assert "(default: None)" not in text
+    assert f"    {command} " in build_parser().format_help()
+
+
+def test_simulate_writes_the_simulators_lines_and_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.jsonl"
+    assert main(["simulate", str(EXAMPLES / "small.jsonl"), "-o", str(out)]) == 0
+    lines = (EXAMPLES / "small.jsonl").read_text().splitlines()
+    assert out.read_text().splitlines() == [record.to_line() for record in simulate(lines)]
+    summary = " ".join(capsys.readouterr().err.split())  # the console wraps lines
+    assert "blocks sealed" in summary and "updates" in summary and "proof bytes" in summary
+    assert "BadSignature" in summary or "Duplicate" in summary or "MalformedJson" in summary
+
+
+def test_simulate_prints_updates_events_and_metering_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    topics = [json.loads(line)["topic"] for line in captured.out.splitlines()]
+    assert {"polkadot.updates", "polkadot.events", "polkadot.pov", "polkadot.seals"} <= set(topics)
+    assert captured.err == ""
+
+
+def test_simulate_takes_a_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"subscriber": {"pov_percent": 0}}))
+    out = tmp_path / "out.jsonl"
+    assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--config", str(config), "-o", str(out), "--quiet"]) == 0
+    pov = [json.loads(line)["value"] for line in out.read_text().splitlines() if '"polkadot.pov"' in line]
+    assert pov and all(p["budget"]["pubsub"] == 0 and p["proof_bytes"] == 0 for p in pov)
+
+
+def test_simulate_reports_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(tmp_path / "missing.jsonl")]) == 2
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"subscriber": {"no_such_field": 1}}))
+    assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--config", str(config)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "No event log" in err and "no_such_field" in err
+
+
+def test_workload_writes_the_seeded_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "events.jsonl"
+    args = ["workload", "-o", str(out), "--seed", "9", "--blocks", "4", "--keys", "3", "--ttl-mix", "0:1,2:1",
+            "--bad-records", "0.5", "--max-pov-size", "100000"]
+    assert main(args) == 0
+    spec = WorkloadSpec(seed=9, blocks=4, keys=3, ttl_mix=((0, 1.0), (2, 1.0)), bad_records=0.5, max_pov_size=100_000)
+    assert out.read_text().splitlines() == [line for chunk in generate(spec) for line in chunk]
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Wrote" in err and "publishes" in err
+
+
+def test_workload_refuses_an_impossible_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["workload", "-o", str(tmp_path / "x.jsonl"), "--keys", "40", "--value-max", "200"]) == 2
+    assert "MaxTotalStorageSize" in " ".join(capsys.readouterr().err.split())
+    with pytest.raises(SystemExit):
+        main(["workload", "-o", str(tmp_path / "x.jsonl"), "--ttl-mix", "forever"])
