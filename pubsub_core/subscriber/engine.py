@@ -1,8 +1,9 @@
 """The one traversal behind both Prune (collator) and Verify (runtime): RelayProofExtender::process_proof.
 
 Both modes run this same code over the same subscriber state; they differ only in where relay nodes come
-from. Prune reads the collator's full relay view and records every node it reads (that record is the proof);
-Verify reads the proof and tracks accesses. Because the budget check happens before every read with the
+from. Prune reads an initial proof of every subscribed key, built from the collator's relay state, and
+records every node it reads (that record is the block's proof); Verify reads the block's proof and tracks
+accesses. Because the budget check happens before every read with the
 same rule, the collator includes exactly what the runtime will read, and in Verify any missing node is a
 node the budget could still pay for, that is, a cheating collator.
 
@@ -46,7 +47,7 @@ from pubsub_core.subscriber.types import (
     UpdateKind,
 )
 from pubsub_core.trie.child import child_storage_key, prefixed_child_storage_key
-from pubsub_core.trie.errors import IncompleteProofError, MalformedNodeError
+from pubsub_core.trie.errors import MalformedNodeError
 from pubsub_core.trie.layout import HASH_LEN, V1
 from pubsub_core.trie.walker import PathStep as TriePathStep
 from pubsub_core.trie.walker import walk_path
@@ -456,7 +457,7 @@ class _Run:
         try:
             entry = PublishedEntry.decode(raw)
         except (ScaleDecodeError, ValueError):
-            return EntryDigest(entry_hash, 0, 0)
+            return None  # not a PublishedEntry (the broadcaster never writes one): nothing to deliver
         ttl_state = TtlState.compute(entry.ttl, entry.when_inserted, now)
         self._queue(para, key, new_root, UpdateKind.SET, entry.value, ttl_state, entry_hash)
         return EntryDigest(entry_hash, entry.ttl, entry.when_inserted)
@@ -649,7 +650,7 @@ def run_block(
             publisher=para,
             key=key,
         ) from None
-    except (MalformedNodeError, IncompleteProofError) as exc:
+    except MalformedNodeError as exc:
         para, key = run.current if run.current is not None else (None, None)
         raise CheatingCollatorError(
             CheatingReason.MALFORMED_NODE,
