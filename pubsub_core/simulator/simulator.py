@@ -35,7 +35,9 @@ class Simulator:
         return offset
 
     def feed_line(self, text: str) -> list[OutputRecord]:
-        """One event-log line (blank lines are skipped); returns the outputs it caused, in order."""
+        """One event-log line (its line break, if any, is dropped; blank lines are skipped); returns the outputs
+        it caused, in order."""
+        text = text.rstrip("\r\n")
         if not text.strip():
             return []
         parsed = self.parse_line(text)
