@@ -249,7 +249,8 @@ class _Run:
             if cached is not None:
                 return cached
         elif node_hash != EMPTY_ROOT:
-            cached = self.txn.get(st.cache_ns(para), node_hash)
+            in_use = self.txn.get(st.refs_ns(para), node_hash) is not None
+            cached = self.txn.get(st.cache_ns(para), node_hash) if in_use else None
             self._pay(0 if cached is None else len(cached))
             self.cache_seen.add((para, node_hash))
             if cached is not None:
@@ -270,8 +271,12 @@ class _Run:
                 return self._stop(cursor)
             self.meter.consume(subscriptions.weight)
         active: dict[int, list[bytes]] = {}
+        merged = subscriptions.merged()
+        para_keys = [st.para_key(para) for para in merged]
+        for namespace in (st.DISABLED, st.KNOWN, st.ROOTS, st.PROGRESS):
+            self.txn.prefetch(namespace, para_keys)  # one backend call per namespace (the Spark job's cost)
         try:
-            for para, keys in subscriptions.merged().items():
+            for para, keys in merged.items():
                 if self.read_state(st.DISABLED, st.para_key(para)) is None:
                     active[para] = keys
             for para, keys in active.items():
@@ -291,7 +296,10 @@ class _Run:
                 if para not in roots:
                     new_root = self._changed_root(para)
                     if new_root is not None:
-                        progress[para] = self._read_progress(para, new_root, len(active[para]))
+                        bits = progress[para] = self._read_progress(para, new_root, len(active[para]))
+                        pending = [k for i, k in enumerate(active[para]) if not bits[i >> 3] >> (i & 7) & 1]
+                        self.txn.prefetch(st.keys_ns(para), pending)
+                        self.txn.items(st.refs_ns(para))  # one scan: refcounts are small, and they say what is cached
                     roots[para] = new_root
                 new_root = roots[para]
                 if new_root is None:

@@ -72,3 +72,19 @@ def test_budget_limit_enforced_with_combined_tracking() -> None:
     assert rest.result is ProcessingResult.COMPLETE
     delivered = [u.key for u in outcome.updates + rest.updates]
     assert sorted(delivered) == sorted(keys[::2])
+
+
+def test_state_is_read_in_few_large_calls() -> None:
+    """DESIGN.md: on Spark every state call is a JVM round trip, so a block reads its working set in batches."""
+    h = Harness()
+    keys = [key(f"k{i}") for i in range(2000)]
+    for para in (1000, 3000):
+        h.publish(para, {k: entry(k) for k in keys})
+    subs = subs_of({1000: keys[:100], 3000: keys[:100]})
+    h.block(subs)
+    h.publish(1000, {k: entry(k + b"2") for k in keys[::50]})
+    h.publish(3000, {k: entry(k + b"2") for k in keys[1::50]})
+    before = h.backend.stats.calls
+    outcome = h.block(subs)
+    assert outcome.pov.keys_processed == 200
+    assert h.backend.stats.calls - before <= 30, "collate and verify each read the state in a handful of calls"
