@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -68,12 +69,15 @@ def run(args: argparse.Namespace) -> int:
         ))
         task = progress.add_task("simulate", total=total, blocks=0)
         simulator = Simulator(config)
-        for line in source:
-            summary.inputs += bool(line.strip())
-            outputs = simulator.feed_line(line)
-            write(sink, outputs, summary)
-            progress.update(task, advance=len(line.encode()), blocks=summary.blocks)
-        write(sink, simulator.finish(), summary)
+        try:
+            for line in source:
+                summary.inputs += bool(line.strip())
+                write(sink, simulator.feed_line(line), summary)
+                progress.update(task, advance=len(line.encode()), blocks=summary.blocks)
+            write(sink, simulator.finish(), summary)
+        except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     if not args.quiet:
         summary.print(time.perf_counter() - started, args.output)
     return 0
