@@ -85,9 +85,6 @@ class LogRecord:
         """``<topic>@<offset>``: the line's place in its topic, stable when topics are interleaved differently."""
         return f"{self.topic}@{self.offset}"
 
-    def to_line(self) -> str:
-        return canonical_json({"topic": self.topic, "key": self.key, "value": self.value.to_json()})
-
 
 def split_topic(topic: str) -> tuple[str, str]:
     """``"polkadot.upward"`` -> ``("polkadot", "upward")``; ``IngestError`` for a topic we do not read."""

@@ -73,7 +73,6 @@ class RelayStage:
         self.included: dict[Slot, int] = {}
         self.waiting: deque[tuple[LogRecord, InputRecord, BlockHeader]] = deque()
         self.subscriptions: dict[int, dict[int, tuple[bytes, ...]]] = {}
-        self.head = 0
 
     # -- inputs -------------------------------------------------------------------------------------
     def feed(self, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
@@ -179,7 +178,6 @@ class RelayStage:
             if not self.buffer[slot]:
                 del self.buffer[slot]
             self.included[slot] = max(self.included.get(slot, -1), record.position)
-        self.head = header.number
         return self._step(header, result, {r.record_id: r.origin for r in records})
 
     def _step(self, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
