@@ -296,10 +296,10 @@ def _publish_bytes(items: list[tuple[bytes, bytes, int]]) -> bytes:
     return encode_versioned_xcm(Xcm(tuple(Publish(k, v, t) for k, v, t in items)))
 
 
-def minimal_example() -> list[str]:
+def minimal_example(realm: str = "polkadot") -> list[str]:
     """examples/minimal.jsonl: system para 1000 publishes keys "price" and "volume", para 3000 subscribes to both.
     Block 1 carries the subscription, block 2 publishes both keys, block 3 updates "price"."""
-    log = LogBuilder("polkadot")
+    log = LogBuilder(realm)
     publisher, subscriber = signer("collator/1000"), signer("collator/3000")
     keys = {1000: frozenset({publisher.public_key}), 3000: frozenset({subscriber.public_key})}
     log.genesis(KeyRegistry(para_keys=keys, author_keys=frozenset({log.author.public_key})), Genesis())
