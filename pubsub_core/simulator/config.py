@@ -29,10 +29,11 @@ class ConfigError(SimulatorError):
 def _build(section: str, cls: type[Any], values: object) -> Any:
     if not isinstance(values, Mapping):
         raise ConfigError(section, "expected a JSON object")
-    known = {f.name: f for f in fields(cls)}
+    defaults = cls()
+    known = sorted(f.name for f in fields(cls) if isinstance(getattr(defaults, f.name), (int, type(None))))
     for name, value in values.items():
         if name not in known:
-            raise ConfigError(section, f"unknown field {name!r} (known: {', '.join(sorted(known))})")
+            raise ConfigError(section, f"no settable field {name!r} (settable: {', '.join(known)})")
         if value is not None and not isinstance(value, int):
             raise ConfigError(section, f"field {name!r} takes an integer, a boolean or null, got {value!r}")
     try:

@@ -204,7 +204,7 @@ def test_config_sections_apply_and_unknown_keys_are_refused() -> None:
     log.block()
     config = SimulatorConfig.from_json({"admission": {"max_messages_per_block": 1}})
     assert sorted(rejected(run(log.lines, config)).values()) == [("rejected", "RateLimited")]
-    for bad in ({"admission": {"nope": 1}}, {"subscriber": {"pov_percent": 101}}, {"colour": "blue"}, []):
+    for bad in ({"admission": {"nope": 1}}, {"subscriber": {"db_read": 5}}, {"admission": {"realm": "x"}}, {"subscriber": {"pov_percent": 101}}, {"colour": "blue"}, []):
         try:
             SimulatorConfig.from_json(bad)
         except ConfigError as exc:
