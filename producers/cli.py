@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from pubsub_core.errors import PubSubError
+
 # Add a command by appending its module here; the order is the order of `pubsub --help`.
 COMMAND_MODULES: tuple[str, ...] = (
     "producers.commands.demo",
@@ -43,7 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except PubSubError as err:  # a typed error explains itself: print it, no traceback
+        print(f"pubsub: {err}", file=sys.stderr)
+        return 1
     return code
 
 

@@ -41,3 +41,10 @@ def test_produce_then_consume_on_the_command_line(kafka_settings: Settings) -> N
     lines = [json.loads(line) for line in consumed.stdout.splitlines()]
     assert sorted(line["value"]["n"] for line in lines) == list(range(30))
     assert {line["key"] for line in lines} == {"key-0", "key-1", "key-2"}
+
+
+def test_an_unreachable_kafka_is_a_one_line_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["consume", "--bootstrap", "127.0.0.1:1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pubsub: the configured Kafka cluster at 127.0.0.1:1 does not answer")
+    assert "Traceback" not in err
