@@ -114,6 +114,7 @@ class RelayStage:
         return OutputRecord(f"{self.realm}.rejected", key, output_id, value)
 
     def _genesis(self, log: LogRecord, genesis: GenesisRecord) -> list[OutputRecord]:
+        """Start the realm from its genesis record; a second one, or one after a block, is refused."""
         if self.machine is not None:
             return [self._outcome(f"ingest/{log.log_id}", log.key, SimOutcome(
                 None, log.log_id, "rejected", "GenesisTooLate", "the realm already has a genesis or a block"))]
@@ -121,6 +122,7 @@ class RelayStage:
         return []
 
     def _start(self, genesis: GenesisRecord) -> RelayMachine:
+        """Create the realm's block machine (with the real router) and write its genesis state."""
         config = self.config.relay_config(self.realm, genesis.registry)
         router = self.config.router
         machine = RelayMachine(config, router_factory=lambda: RelayRouter(router))
@@ -129,6 +131,7 @@ class RelayStage:
         return machine
 
     def _record(self, log: LogRecord, record: InputRecord) -> OutputRecord | None:
+        """Buffer a record; a position seen before is a duplicate (same bytes or already included) or a conflict."""
         slot = (record.stream, record.origin)
         pending = self.buffer.setdefault(slot, {})
         earlier = pending.get(record.position)
@@ -144,6 +147,7 @@ class RelayStage:
 
     # -- blocks -------------------------------------------------------------------------------------
     def _missing(self, header: BlockHeader) -> list[str]:
+        """Record ids the block includes that have not arrived yet."""
         missing: list[str] = []
         for stream, origin, last in header.manifest:
             if stream not in INPUT_STREAMS:
@@ -154,12 +158,15 @@ class RelayStage:
         return missing
 
     def _ready_blocks(self) -> list[RelayStep]:
+        """Apply queued blocks, in arrival order, while the head of the queue has all its records."""
         steps: list[RelayStep] = []
         while self.waiting and not self._missing(self.waiting[0][2]):
             steps.append(self._apply(*self.waiting.popleft()))
         return steps
 
     def _apply(self, log: LogRecord, block: InputRecord, header: BlockHeader) -> RelayStep:
+        """Apply one block with the records its manifest includes; a block the machine refuses leaves them
+        buffered for a later block."""
         machine = self.machine or self._start(_NO_GENESIS)
         records: list[InputRecord] = []
         for stream, origin, last in header.manifest:
@@ -181,6 +188,8 @@ class RelayStage:
         return self._step(header, result, {r.record_id: r.origin for r in records})
 
     def _step(self, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
+        """Stage R's output records for an applied block, its views, then the block's subscription changes
+        (they apply after the block's proof, so the views still use the previous subscriptions)."""
         realm, number = self.realm, header.number
         out = [
             OutputRecord(f"{realm}.rejected", origins[o.record_id], f"outcome/{o.record_id}", o.to_json())
