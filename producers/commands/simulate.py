@@ -37,6 +37,10 @@ def register(subparsers: Any) -> None:
         "--config", type=Path, metavar="FILE",
         help="JSON settings: broadcaster, admission, router and subscriber sections (default: protocol defaults)",
     )
+    parser.add_argument(
+        "--relay-proofs", action="store_true",
+        help="also write each subscriber's per-block relay view (<realm>.relay-proofs), what Stage R hands Stage S",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     parser.set_defaults(func=run)
 
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             TimeElapsedColumn(), console=console, transient=True, disable=args.quiet or args.output is None,
         ))
         task = progress.add_task("simulate", total=total, blocks=0)
-        simulator = Simulator(config)
+        simulator = Simulator(config, relay_proofs=args.relay_proofs)
         try:
             for line in source:
                 summary.inputs += bool(line.strip())

@@ -21,10 +21,15 @@ __all__ = ["Simulator", "simulate"]
 
 
 class Simulator:
-    """Per-realm Stage R and per-(realm, subscriber) Stage S, fed one line at a time."""
+    """Per-realm Stage R and per-(realm, subscriber) Stage S, fed one line at a time.
 
-    def __init__(self, config: SimulatorConfig | None = None) -> None:
+    With ``relay_proofs``, each relay view also goes out (topic ``<realm>.relay-proofs``) just before the
+    outputs of the subscriber it is for: the records that travel between the two stages in the Spark job.
+    """
+
+    def __init__(self, config: SimulatorConfig | None = None, relay_proofs: bool = False) -> None:
         self.config = config or SimulatorConfig()
+        self.relay_proofs = relay_proofs
         self.relays: dict[str, RelayStage] = {}
         self.subscribers: dict[tuple[str, int], SubscriberStage] = {}
         self.offsets: dict[str, int] = {}
@@ -78,6 +83,9 @@ class Simulator:
             if stage is None:
                 stage = self.subscribers[(realm, view.subscriber)] = SubscriberStage(
                     realm, view.subscriber, self.config.subscriber)
+            if self.relay_proofs:
+                out.append(OutputRecord(f"{realm}.relay-proofs", str(view.subscriber),
+                                        f"view/{view.subscriber}/{view.number}", view.to_json()))
             out += stage.step(view)
         return out
 
@@ -89,9 +97,11 @@ class Simulator:
         return out
 
 
-def simulate(lines: Iterable[str], config: SimulatorConfig | None = None) -> Iterator[OutputRecord]:
+def simulate(
+    lines: Iterable[str], config: SimulatorConfig | None = None, relay_proofs: bool = False
+) -> Iterator[OutputRecord]:
     """Run an event log (JSON lines) and yield the output records in their documented order."""
-    simulator = Simulator(config)
+    simulator = Simulator(config, relay_proofs)
     for line in lines:
         yield from simulator.feed_line(line)
     yield from simulator.finish()
