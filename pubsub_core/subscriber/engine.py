@@ -273,9 +273,15 @@ class _Run:
         active: dict[int, list[bytes]] = {}
         merged = subscriptions.merged()
         para_keys = [st.para_key(para) for para in merged]
-        for namespace in (st.DISABLED, st.KNOWN, st.ROOTS, st.PROGRESS):
+        for namespace in (st.DISABLED, st.ROOTS, st.PROGRESS):
             self.txn.prefetch(namespace, para_keys)  # one backend call per namespace (the Spark job's cost)
+        known_publishers = sorted(self.txn.items(st.KNOWN))
         try:
+            for raw_para in known_publishers:
+                if int.from_bytes(raw_para, "big") not in merged:
+                    # Unsubscribed entirely: forget the key set, so a later re-subscription delivers afresh.
+                    self.read_state(st.KNOWN, raw_para)
+                    self.txn.delete(st.KNOWN, raw_para)
             for para, keys in merged.items():
                 if self.read_state(st.DISABLED, st.para_key(para)) is None:
                     active[para] = keys
@@ -357,18 +363,21 @@ class _Run:
 
         Added keys only: forget the stored root so the publisher is processed even if unchanged.
         A removed key: clear the publisher's cache and paths (seed 002, Subscription change clears cache), keeping
-        what was delivered for the keys still subscribed.
+        what was delivered for the keys still subscribed. A publisher subscribed again after it was dropped
+        entirely (its stale state still there): clear everything, so its current values are delivered afresh.
         """
         digest = blake2_256(st.encode_keys(keys))
         known = self.read_state(st.KNOWN, st.para_key(para))
         if known == digest:
             return
         self.txn.put(st.KNOWN, st.para_key(para), digest)
-        if known is None and not self.txn.items(st.keys_ns(para)):
+        stored = self.txn.items(st.keys_ns(para))
+        if known is None and not stored:
             return
         wanted = set(keys)
-        if any(key not in wanted for key in self.txn.items(st.keys_ns(para))):
-            clear_publisher_state(self.txn, para, keep_entries=wanted, forget_known=False)
+        if known is None or any(key not in wanted for key in stored):
+            keep = frozenset() if known is None else wanted
+            clear_publisher_state(self.txn, para, keep_entries=keep, forget_known=False)
             self.pending.append(_Pending(para, None, (EventKind.PUBLISHER_CACHE_CLEARED, para, None, None, None)))
         else:
             self.txn.delete(st.ROOTS, st.para_key(para))

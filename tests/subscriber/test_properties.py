@@ -10,10 +10,19 @@ from hypothesis import strategies as stg
 import pytest
 
 from pubsub_core.codec.types import PublishedEntry
-from pubsub_core.subscriber import CheatingCollatorError, SubscriberConfig, Update, UpdateKind, process_relay_proof
+from pubsub_core.subscriber import (
+    CheatingCollatorError,
+    SubscriberConfig,
+    Update,
+    UpdateKind,
+    NoCachedNodesError,
+    cached_nodes,
+    clear_publisher_cache,
+    process_relay_proof,
+)
 from pubsub_core.subscriber.adversarial import EXPECTED_REASON, AdversaryMode, corrupt
 
-from tests.subscriber.harness import Harness, key, subs_of
+from tests.subscriber.harness import Harness, key, path_nodes, subs_of
 
 PUBLISHERS = (1000, 1001, 2000, 3000)
 KEYS_PER_PUBLISHER = 10
@@ -119,6 +128,12 @@ def test_delivered_state_converges_to_published_state(
         for i in indexes:
             k = pkey(para, i)
             assert seen.get((para, k)) == work.current(para, k), "nothing missed, nothing stale"
+        # Settled: the cache holds exactly the structure nodes on the subscribed paths (reference counts agree).
+        subscribed = [pkey(para, i) for i in indexes]
+        expected = {} if h.relay.child_root(para) is None else path_nodes(h, para, subscribed)
+        cache = cached_nodes(h.txn(), para)
+        assert cache == expected
+        assert len(cache) <= len(subscribed) * h.config.max_trie_depth
 
 
 @settings(max_examples=60, deadline=None)
@@ -164,3 +179,38 @@ def test_every_adversarial_mode_is_caught(
             assert {ns: h.backend.scan(ns) for ns in h.backend.namespaces()} == before
             return
         h.block(subs, max_pov=budget)
+
+
+@settings(max_examples=40, deadline=None)
+@given(stg.lists(stg.tuples(subscription_sets, stg.lists(ops, max_size=6), stg.sampled_from((5_000, 1_000_000)),
+                            stg.booleans()), min_size=1, max_size=8))
+def test_converges_across_subscription_changes_and_cache_clears(
+    schedule: list[tuple[dict[int, list[int]], list[Op], int, bool]]
+) -> None:
+    h = Harness(config=SubscriberConfig(pov_percent=100))
+    work = Workload(h)
+    held: dict[tuple[int, bytes], bytes | None] = {}
+    last: dict[int, list[int]] = {}
+    for subscription, batch, budget, clear in schedule:
+        work.apply(batch)
+        for para in set(last) - set(subscription):
+            held = {slot: v for slot, v in held.items() if slot[0] != para}
+        last = subscription
+        outcome = h.block(subs_of({p: [pkey(p, i) for i in idx] for p, idx in subscription.items()}), max_pov=budget)
+        assert outcome.pov.consumed_proof_size <= budget
+        for u in outcome.updates:
+            held[(u.publisher, u.key)] = u.value if u.kind is UpdateKind.SET else None
+        if clear:
+            txn = h.txn()
+            try:
+                clear_publisher_cache(txn, min(subscription), subscriber=4000, at=h.number)
+            except NoCachedNodesError:
+                pass
+            txn.commit()
+    subs = subs_of({p: [pkey(p, i) for i in idx] for p, idx in last.items()})
+    for _ in range(3):
+        for u in h.block(subs, max_pov=10_000_000).updates:
+            held[(u.publisher, u.key)] = u.value if u.kind is UpdateKind.SET else None
+    for para, indexes in last.items():
+        for i in indexes:
+            assert held.get((para, pkey(para, i))) == work.current(para, pkey(para, i))
