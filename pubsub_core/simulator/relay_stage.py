@@ -3,13 +3,12 @@ order with the block machine and the real router, and build each subscriber's re
 
 A block waits until every record its manifest includes has arrived (its input topics are read independently,
 as Kafka partitions are), so the outputs depend only on each topic's own order. Pure apart from the state
-backend it owns; the buffer, the included positions and the subscription index are plain fields (see
-docs/simulator.md, "The seam between the stages").
+backend it owns, which holds everything it keeps (see docs/simulator.md, "The seam between the stages").
 """
 
 from __future__ import annotations
 
-from collections import deque
+import json
 from dataclasses import dataclass
 
 from state import MemoryBackend, StateBackend, StateTransaction
@@ -26,6 +25,7 @@ from pubsub_core.relay import (
     RelayMachine,
     RecordOutcome,
     Status,
+    canonical_json,
 )
 from pubsub_core.relay.machine import _CHILD_TRIE, _MAIN_TRIE
 from pubsub_core.router import pending_inbound
@@ -42,11 +42,11 @@ from pubsub_core.simulator.records import (
     SimOutcome,
     SubscriberCallFailed,
 )
+from pubsub_core.subscriber import SubscriberConfig
 from pubsub_core.trie import RelayTries, StateNodeStore
 
 __all__ = ["RelayStage", "RelayStep"]
 
-Slot = tuple[str, str]
 _NO_GENESIS = GenesisRecord(KeyRegistry(), Genesis())
 """What a realm starts from when its first block comes before any genesis record: nobody may sign."""
 
@@ -62,132 +62,146 @@ class RelayStep:
 
 
 class RelayStage:
-    """One realm's relay chain over a state backend (a MemoryBackend in the simulator)."""
+    """One realm's relay chain. Everything it keeps is in its state backend (a MemoryBackend in the simulator,
+    the realm's state store in the Spark job): the relay state, and its own bookkeeping under ``simulator.*``
+    (genesis, buffered records, included positions, blocks waiting for records, subscriptions). A new stage
+    over the same backend therefore carries on where the last one stopped."""
 
     def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None) -> None:
         self.realm = realm
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
-        self.machine: RelayMachine | None = None
-        self.buffer: dict[Slot, dict[int, InputRecord]] = {}
-        self.included: dict[Slot, int] = {}
-        self.waiting: deque[tuple[LogRecord, InputRecord, BlockHeader]] = deque()
-        self.subscriptions: dict[int, dict[int, tuple[bytes, ...]]] = {}
+        self._machine: RelayMachine | None = None
 
     # -- inputs -------------------------------------------------------------------------------------
     def feed(self, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
         """Take one parsed line: its own outcome if it has one now (refused, duplicate), then the blocks it
-        made ready, in order."""
+        made ready, in order. Commits the stage's bookkeeping once."""
+        book = _Book(StateTransaction(self.backend))
         value = log.value
+        immediate: list[OutputRecord] = []
+        steps: list[RelayStep] = []
         if isinstance(value, GenesisRecord):
-            return self._genesis(log, value), []
-        if value.stream == "blocks":
-            admitted = (self.machine or self._start(_NO_GENESIS)).admit_header(self.backend, value)
+            immediate = self._genesis(book, log, value)
+        elif value.stream == "blocks":
+            admitted = self._machine_for(book).admit_header(self.backend, value)
             if isinstance(admitted, RecordOutcome):
-                return [self._outcome(f"block/{log.log_id}", log.key, admitted.to_json())], []
-            self.waiting.append((log, value, admitted))
+                immediate = [self._outcome(f"block/{log.log_id}", log.key, admitted.to_json())]
+            else:
+                book.push_waiting(log.log_id, log.key, value, admitted)
+                steps = self._ready_blocks(book)
         else:
-            refused = self._record(log, value)
-            if refused is not None:
-                return [refused], []
-        return [], self._ready_blocks()
+            refused = self._record(book, log, value)
+            immediate = [] if refused is None else [refused]
+            steps = [] if refused is not None else self._ready_blocks(book)
+        book.txn.commit()
+        return immediate, steps
 
     def finish(self) -> list[OutputRecord]:
         """End of input: blocks still waiting for records, and records no block included, are rejected."""
+        book = _Book(StateTransaction(self.backend))
         out: list[OutputRecord] = []
-        for log, record, header in self.waiting:
-            missing = self._missing(header)
+        while (waiting := book.first_waiting()) is not None:
+            log_id, key, record, header = waiting
+            missing = self._missing(book, header)
             detail = f"never received {missing[0]}" if missing else "an earlier block never got its records"
-            out.append(self._outcome(f"block/{log.log_id}", log.key, SimOutcome(
+            out.append(self._outcome(f"block/{log_id}", key, SimOutcome(
                 header.number, record.record_id, "rejected", "MissingRecords", detail)))
-        for (stream, origin), records in sorted(self.buffer.items()):
-            for position in sorted(records):
-                record_id = records[position].record_id
-                out.append(self._outcome(f"outcome/{record_id}", origin, SimOutcome(
-                    None, record_id, "rejected", "NeverIncluded", "no block included this record")))
-        self.waiting.clear()
-        self.buffer.clear()
+            book.pop_waiting()
+        for record in book.buffered():
+            out.append(self._outcome(f"outcome/{record.record_id}", record.origin, SimOutcome(
+                None, record.record_id, "rejected", "NeverIncluded", "no block included this record")))
+            book.unbuffer(record)
+        book.txn.commit()
         return out
 
     def _outcome(self, output_id: str, key: str, outcome: SimOutcome | dict[str, object]) -> OutputRecord:
         value = outcome if isinstance(outcome, dict) else outcome.to_json()
         return OutputRecord(f"{self.realm}.rejected", key, output_id, value)
 
-    def _genesis(self, log: LogRecord, genesis: GenesisRecord) -> list[OutputRecord]:
+    def _genesis(self, book: _Book, log: LogRecord, genesis: GenesisRecord) -> list[OutputRecord]:
         """Start the realm from its genesis record; a second one, or one after a block, is refused."""
-        if self.machine is not None:
+        if book.genesis() is not None:
             return [self._outcome(f"ingest/{log.log_id}", log.key, SimOutcome(
                 None, log.log_id, "rejected", "GenesisTooLate", "the realm already has a genesis or a block"))]
-        self._start(genesis)
+        self._start(book, genesis)
         return []
 
-    def _start(self, genesis: GenesisRecord) -> RelayMachine:
-        """Create the realm's block machine (with the real router) and write its genesis state."""
-        config = self.config.relay_config(self.realm, genesis.registry)
+    def _machine_for(self, book: _Book) -> RelayMachine:
+        """The realm's block machine, from the stored genesis (or an empty one, written now, if none came)."""
+        if self._machine is None:
+            genesis = book.genesis()
+            if genesis is None:
+                return self._start(book, _NO_GENESIS)
+            self._machine = self._make(genesis)
+        return self._machine
+
+    def _make(self, genesis: GenesisRecord) -> RelayMachine:
         router = self.config.router
-        machine = RelayMachine(config, router_factory=lambda: RelayRouter(router))
+        return RelayMachine(self.config.relay_config(self.realm, genesis.registry),
+                            router_factory=lambda: RelayRouter(router))
+
+    def _start(self, book: _Book, genesis: GenesisRecord) -> RelayMachine:
+        """Create the realm's block machine (with the real router), write its genesis state and remember it."""
+        machine = self._make(genesis)
         machine.initialize(self.backend, genesis.genesis)
-        self.machine = machine
+        book.set_genesis(genesis)
+        self._machine = machine
         return machine
 
-    def _record(self, log: LogRecord, record: InputRecord) -> OutputRecord | None:
+    def _record(self, book: _Book, log: LogRecord, record: InputRecord) -> OutputRecord | None:
         """Buffer a record; a position seen before is a duplicate (same bytes or already included) or a conflict."""
-        slot = (record.stream, record.origin)
-        pending = self.buffer.setdefault(slot, {})
-        earlier = pending.get(record.position)
-        if record.position <= self.included.get(slot, -1) or earlier == record:
+        earlier = book.buffered_at(record.stream, record.origin, record.position)
+        if record.position <= book.included(record.stream, record.origin) or earlier == record:
             return self._outcome(f"ingest/{log.log_id}", record.origin, SimOutcome(
                 None, log.log_id, "ignored", "Duplicate", f"{record.record_id} was already received"))
         if earlier is not None:
             return self._outcome(f"ingest/{log.log_id}", record.origin, SimOutcome(
                 None, log.log_id, "rejected", "PositionConflict",
                 f"{record.record_id} was already received with other bytes"))
-        pending[record.position] = record
+        book.buffer(record)
         return None
 
     # -- blocks -------------------------------------------------------------------------------------
-    def _missing(self, header: BlockHeader) -> list[str]:
+    def _missing(self, book: _Book, header: BlockHeader) -> list[str]:
         """Record ids the block includes that have not arrived yet."""
         missing: list[str] = []
         for stream, origin, last in header.manifest:
             if stream not in INPUT_STREAMS:
                 continue
-            have = self.buffer.get((stream, origin), {})
-            first = self.included.get((stream, origin), -1) + 1
-            missing += [f"{stream}/{origin}/{p}" for p in range(first, last + 1) if p not in have]
+            first = book.included(stream, origin) + 1
+            missing += [f"{stream}/{origin}/{p}" for p in range(first, last + 1)
+                        if book.buffered_at(stream, origin, p) is None]
         return missing
 
-    def _ready_blocks(self) -> list[RelayStep]:
+    def _ready_blocks(self, book: _Book) -> list[RelayStep]:
         """Apply queued blocks, in arrival order, while the head of the queue has all its records."""
         steps: list[RelayStep] = []
-        while self.waiting and not self._missing(self.waiting[0][2]):
-            steps.append(self._apply(*self.waiting.popleft()))
+        while (waiting := book.first_waiting()) is not None and not self._missing(book, waiting[3]):
+            book.pop_waiting()
+            steps.append(self._apply(book, *waiting))
         return steps
 
-    def _apply(self, log: LogRecord, block: InputRecord, header: BlockHeader) -> RelayStep:
+    def _apply(self, book: _Book, log_id: str, key: str, block: InputRecord, header: BlockHeader) -> RelayStep:
         """Apply one block with the records its manifest includes; a block the machine refuses leaves them
         buffered for a later block."""
-        machine = self.machine or self._start(_NO_GENESIS)
+        machine = self._machine_for(book)
         records: list[InputRecord] = []
         for stream, origin, last in header.manifest:
-            pending = self.buffer.get((stream, origin), {})
-            first = self.included.get((stream, origin), -1) + 1
-            records += [pending[p] for p in range(first, last + 1) if p in pending]
+            first = book.included(stream, origin) + 1
+            records += [r for p in range(first, last + 1) if (r := book.buffered_at(stream, origin, p)) is not None]
         try:
             result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)))
         except RelayError as exc:
-            rejection = self._outcome(f"block/{log.log_id}", log.key, SimOutcome(
+            rejection = self._outcome(f"block/{log_id}", key, SimOutcome(
                 header.number, block.record_id, "rejected", type(exc).__name__, str(exc)))
             return RelayStep(header.number, (rejection,), ())
         for record in records:
-            slot = (record.stream, record.origin)
-            del self.buffer[slot][record.position]
-            if not self.buffer[slot]:
-                del self.buffer[slot]
-            self.included[slot] = max(self.included.get(slot, -1), record.position)
-        return self._step(header, result, {r.record_id: r.origin for r in records})
+            book.unbuffer(record)
+            book.set_included(record.stream, record.origin, record.position)
+        return self._step(book, header, result, {r.record_id: r.origin for r in records})
 
-    def _step(self, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
+    def _step(self, book: _Book, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
         """Stage R's output records for an applied block, its views, then the block's subscription changes
         (they apply after the block's proof, so the views still use the previous subscriptions)."""
         realm, number = self.realm, header.number
@@ -213,14 +227,15 @@ class RelayStage:
             if isinstance(call, SetSubscriptions):
                 changes.append((subscriber, call))
         out.append(OutputRecord(f"{realm}.seals", str(number), f"seal/{number}", result.seal.to_json()))
-        views = self._views(header, result.seal.relay_root, calls)
+        views = self._views(header, result.seal.relay_root, book.subscriptions(self.config.subscriber), calls)
         for subscriber, change in changes:
-            self.subscriptions[subscriber] = change.mapping()
+            book.set_subscriptions(subscriber, change)
         return RelayStep(number, tuple(out), views)
 
-    def _views(self, header: BlockHeader, relay_root: bytes, calls: dict[int, list[ForwardedCall]]) -> tuple[RelayView, ...]:
+    def _views(self, header: BlockHeader, relay_root: bytes, declared: dict[int, dict[int, tuple[bytes, ...]]],
+               calls: dict[int, list[ForwardedCall]]) -> tuple[RelayView, ...]:
         """Each subscriber's view of the state after this block (the relay parent of its next block)."""
-        subscribers = sorted(set(self.subscriptions) | set(calls))
+        subscribers = sorted(set(declared) | set(calls))
         if not subscribers:
             return ()
         txn = StateTransaction(self.backend)
@@ -230,7 +245,7 @@ class RelayStage:
                 raise SimulatorError(f"block {header.number}: the stored relay tries do not give the sealed root")
             views = []
             for subscriber in subscribers:
-                keys = self.subscriptions.get(subscriber, {})
+                keys = declared.get(subscriber, {})
                 nodes = tries.prove(child_keys={para: list(k) for para, k in keys.items()})
                 pending = pending_inbound(txn, subscriber, header.number)
                 views.append(RelayView(
@@ -241,3 +256,79 @@ class RelayStage:
         finally:
             txn.rollback()
         return tuple(views)
+
+
+def _slot(stream: str, origin: str) -> bytes:
+    return stream.encode() + b"\x00" + origin.encode() + b"\x00"
+
+
+class _Book:
+    """Stage R's bookkeeping in its StateTransaction (namespaces ``simulator.*``, JSON or SCALE values)."""
+
+    GENESIS = "simulator.Genesis"
+    BUFFER = "simulator.Buffer"  # slot ‖ u64 BE position -> InputRecord JSON
+    INCLUDED = "simulator.Included"  # slot -> u64 LE last included position
+    WAITING = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
+    SUBSCRIPTIONS = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
+
+    def __init__(self, txn: StateTransaction) -> None:
+        self.txn = txn
+
+    def genesis(self) -> GenesisRecord | None:
+        raw = self.txn.get_value(self.GENESIS)
+        return None if raw is None else GenesisRecord.from_json(json.loads(raw))
+
+    def set_genesis(self, genesis: GenesisRecord) -> None:
+        self.txn.set_value(self.GENESIS, canonical_json(genesis.to_json()).encode())
+
+    def included(self, stream: str, origin: str) -> int:
+        raw = self.txn.get(self.INCLUDED, _slot(stream, origin))
+        return -1 if raw is None else int.from_bytes(raw, "little")
+
+    def set_included(self, stream: str, origin: str, position: int) -> None:
+        if position > self.included(stream, origin):
+            self.txn.put(self.INCLUDED, _slot(stream, origin), position.to_bytes(8, "little"))
+
+    def buffered_at(self, stream: str, origin: str, position: int) -> InputRecord | None:
+        raw = self.txn.get(self.BUFFER, _slot(stream, origin) + position.to_bytes(8, "big"))
+        return None if raw is None else InputRecord.from_json(json.loads(raw))
+
+    def buffer(self, record: InputRecord) -> None:
+        key = _slot(record.stream, record.origin) + record.position.to_bytes(8, "big")
+        self.txn.put(self.BUFFER, key, canonical_json(record.to_json()).encode())
+
+    def unbuffer(self, record: InputRecord) -> None:
+        self.txn.delete(self.BUFFER, _slot(record.stream, record.origin) + record.position.to_bytes(8, "big"))
+
+    def buffered(self) -> list[InputRecord]:
+        """Every buffered record, by stream, origin and position."""
+        return [InputRecord.from_json(json.loads(raw)) for _, raw in sorted(self.txn.items(self.BUFFER).items())]
+
+    def push_waiting(self, log_id: str, key: str, record: InputRecord, header: BlockHeader) -> None:
+        entries = self.txn.items(self.WAITING)
+        number = int.from_bytes(max(entries), "big") + 1 if entries else 0
+        body = {"log_id": log_id, "key": key, "record": record.to_json(), "header": header.to_json()}
+        self.txn.put(self.WAITING, number.to_bytes(8, "big"), canonical_json(body).encode())
+
+    def first_waiting(self) -> tuple[str, str, InputRecord, BlockHeader] | None:
+        entries = self.txn.items(self.WAITING)
+        if not entries:
+            return None
+        body = json.loads(entries[min(entries)])
+        return (str(body["log_id"]), str(body["key"]), InputRecord.from_json(body["record"]),
+                BlockHeader.from_json(body["header"]))
+
+    def pop_waiting(self) -> None:
+        self.txn.delete(self.WAITING, min(self.txn.items(self.WAITING)))
+
+    def subscriptions(self, config: SubscriberConfig) -> dict[int, dict[int, tuple[bytes, ...]]]:
+        """Subscriber -> publisher -> keys, as the subscribers declared them in earlier blocks."""
+        declared: dict[int, dict[int, tuple[bytes, ...]]] = {}
+        for raw_subscriber, raw_call in sorted(self.txn.items(self.SUBSCRIPTIONS).items()):
+            call = decode_subscriber_call(raw_call, config)
+            if isinstance(call, SetSubscriptions):
+                declared[int.from_bytes(raw_subscriber, "big")] = call.mapping()
+        return declared
+
+    def set_subscriptions(self, subscriber: int, call: SetSubscriptions) -> None:
+        self.txn.put(self.SUBSCRIPTIONS, subscriber.to_bytes(4, "big"), call.encode())
