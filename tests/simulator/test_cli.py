@@ -3,6 +3,7 @@ and errors reported with an exit code rather than a traceback."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -78,3 +79,10 @@ def test_workload_refuses_an_impossible_spec(tmp_path: Path, capsys: pytest.Capt
     assert "MaxTotalStorageSize" in " ".join(capsys.readouterr().err.split())
     with pytest.raises(SystemExit):
         main(["workload", "-o", str(tmp_path / "x.jsonl"), "--ttl-mix", "forever"])
+
+
+def test_simulate_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO((EXAMPLES / "minimal.jsonl").read_text()))
+    assert main(["simulate", "-", "--quiet"]) == 0
+    lines = (EXAMPLES / "minimal.jsonl").read_text().splitlines()
+    assert capsys.readouterr().out.splitlines() == [record.to_line() for record in simulate(lines)]
