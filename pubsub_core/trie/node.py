@@ -74,6 +74,21 @@ class Node:
         """Build a node and its encoding in one step (the only way new nodes are created)."""
         return _new_node(partial, value, value_hashed, children, encode_node(partial, value, value_hashed, children))
 
+    def with_children(self, children: tuple[bytes | None, ...], swaps: Sequence[tuple[bytes, bytes]]) -> Node:
+        """This branch with ``children``, which differ from its own only by the hashed refs in ``swaps``.
+
+        The usual change in a batch: a child's hash changes. Splicing the new hash into the encoding costs a
+        search, where encoding the branch again costs a pass over every child; when a reference is not a hash
+        or its bytes are not found exactly once, the branch is encoded from scratch.
+        """
+        encoded = self.encoded
+        for old, new in swaps:
+            pattern = b"\x80" + old
+            if len(old) != HASH_LEN or len(new) != HASH_LEN or encoded.count(pattern) != 1:
+                return Node.make(self.partial, self.value, self.value_hashed, children)
+            encoded = encoded.replace(pattern, b"\x80" + new)
+        return _new_node(self.partial, self.value, self.value_hashed, children, encoded)
+
 
 # The trie creates a node per changed position per batch: building frozen nodes through their slot
 # descriptors costs a third of the generated frozen __init__ (which goes through object.__setattr__).

@@ -431,6 +431,8 @@ class _Batch:
         full = path + partial
         loaded = self.loaded
         shrunk = value is None and node.value is not None
+        same_value = value is node.value and hashed == node.value_hashed
+        swaps: list[tuple[bytes, bytes]] | None = [] if same_value else None
         while index < hi:
             nibble = keys[index][end]
             upper = bisect_left(keys, full + chr(ord(nibble) + 1), index, hi)
@@ -448,11 +450,18 @@ class _Batch:
                 shrunk = shrunk or ref is not None
                 children[slot] = None
             else:
-                children[slot] = self.place(child_path, new)
+                new_ref = children[slot] = self.place(child_path, new)
                 fresh[slot] = new
+                if swaps is not None:
+                    if ref is None:
+                        swaps = None
+                    elif ref != new_ref:
+                        swaps.append((ref, new_ref))
             index = upper
         if not shrunk:
             # Nothing was removed, so the branch keeps at least what made it a valid branch before.
+            if swaps is not None:
+                return node.with_children(tuple(children), swaps)
             return Node.make(partial, value, hashed, tuple(children))
         present = [slot for slot in range(16) if children[slot] is not None]
         if not present:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from pubsub_core.hashing import blake2_256
@@ -130,3 +130,18 @@ def test_an_inline_child_that_does_not_decode_is_a_malformed_node() -> None:
     root = bytes.fromhex("8001000c0102ff")  # branch, child 0 inline: the three bytes 01 02 ff
     with pytest.raises(MalformedNodeError):
         lookup(ProofDB([root]), blake2_256(root), b"\x00")
+
+
+@given(node=nodes(), data=st.data())
+def test_splicing_new_child_hashes_equals_encoding_from_scratch(node: Node, data: st.DataObject) -> None:
+    assume(node.children is not None)
+    assert node.children is not None
+    children = list(node.children)
+    swaps = []
+    for slot, ref in enumerate(node.children):
+        if ref is not None and data.draw(st.booleans()):
+            new = data.draw(st.one_of(st.binary(min_size=32, max_size=32), st.just(ref[:16] + ref[:16])))
+            children[slot] = new
+            swaps.append((ref, new))
+    spliced = node.with_children(tuple(children), swaps)
+    assert spliced == Node.make(node.partial, node.value, node.value_hashed, tuple(children))
