@@ -104,7 +104,9 @@ def produce(
     settings: Settings, records: Iterable[ProducedRecord], on_sent: Callable[[int], None] | None = None
 ) -> int:
     """Send records with an idempotent producer (acks=all), wait for every delivery; return how many were sent."""
-    producer = Producer({**settings.kafka_client_config(), "enable.idempotence": "true", "linger.ms": "5"})
+    producer = Producer(
+        {**settings.kafka_client_config(), "enable.idempotence": "true", "linger.ms": "5", "log_level": "3"}
+    )
     failures: list[tuple[str, str]] = []
 
     def delivered(err: KafkaError | None, msg: object) -> None:
