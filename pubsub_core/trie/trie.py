@@ -435,7 +435,9 @@ class _Batch:
         swaps: list[tuple[bytes, bytes]] | None = [] if same_value else None
         while index < hi:
             nibble = keys[index][end]
-            upper = bisect_left(keys, full + chr(ord(nibble) + 1), index, hi)
+            upper = index + 1
+            if upper < hi and keys[upper][end] == nibble:
+                upper = bisect_left(keys, full + chr(ord(nibble) + 1), upper, hi)
             slot = nibble_index[nibble]
             ref = children[slot]
             child_path = full + nibble
@@ -445,7 +447,19 @@ class _Batch:
                 old = loaded.get(child_path) if len(ref) == HASH_LEN else None
                 if old is None:
                     old = self.child(ref, child_path)
-            new = self.apply(old, end + 1, index, upper)
+            if old is not None and old.children is None and upper == index + 1:
+                # The common update, inlined: one change, under a leaf; exactly the leaf's key or not.
+                key = keys[index]
+                if key.startswith(old.partial, end + 1) and len(key) == end + 1 + len(old.partial):
+                    self.stale.add(child_path)
+                    spec = specs[index]
+                    if old.value_hashed and (spec is None or not spec[1]):
+                        self.value_writes[bytes.fromhex(key)] = None
+                    new = None if spec is None else Node.make(old.partial, spec[0], spec[1], None)
+                else:
+                    new = self.apply(old, end + 1, index, upper)
+            else:
+                new = self.apply(old, end + 1, index, upper)
             if new is None:
                 shrunk = shrunk or ref is not None
                 children[slot] = None
