@@ -259,6 +259,13 @@ def render(results: list[SizeResult], args: argparse.Namespace) -> str:
             ours, theirs = getattr(r.ours, attr), getattr(r.pytrie, attr)
             lines.append(f"| {r.size:,} | {name} | {ours:.1f} | {theirs:.1f} | {_ratio(theirs, ours)} |")
     lines += ["", "Operations: " + "; ".join(f"**{n}**: {d}" for n, _, d in ops) + ".", ""]
+    verdicts = []
+    for r in results:
+        if r.pytrie.build_us and r.pytrie.update_us:
+            worst = min(r.pytrie.build_us / r.ours.build_us, r.pytrie.update_us / r.ours.update_us)
+            verdicts.append(f"{r.size:,} entries: {'met' if worst >= 10 else 'NOT met'} (lowest ratio {worst:.1f}x)")
+    if verdicts:
+        lines += ["Target, at least 10x py-trie's throughput on build and update: " + "; ".join(verdicts) + ".", ""]
     if len(results) >= 2:
         small, large = results[0], results[-1]
         factor = large.size / small.size
@@ -339,10 +346,14 @@ def plot(results: list[SizeResult]) -> None:
         ax.set_yscale("log")
         ax.set_ylabel("microseconds per operation (log)")
         ax.set_title(f"{r.size:,} entries")
-        ax.legend()
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize="small")
     fig.tight_layout()
     PLOT.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(PLOT, dpi=100)
+
+
+def _load_result(raw: dict[str, Any]) -> SizeResult:
+    return SizeResult(raw["size"], Figures(**raw["ours"]), Figures(**raw["pytrie"]), StoreFigures(**raw["store"]))
 
 
 def main() -> None:
@@ -353,8 +364,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=160)
     parser.add_argument("--skip-pytrie", action="store_true", help="only our trie (no comparison, no docs)")
     parser.add_argument("--no-write", action="store_true", help="print the section instead of writing docs")
+    parser.add_argument("--from-results", action="store_true", help=f"re-render {RESULTS.name} without running")
     args = parser.parse_args()
-    results = run(args.sizes, args.blocks, args.proofs, args.seed, args.skip_pytrie)
+    if args.from_results:
+        results = [_load_result(r) for r in json.loads(RESULTS.read_text())]
+    else:
+        results = run(args.sizes, args.blocks, args.proofs, args.seed, args.skip_pytrie)
     text = render(results, args)
     print(text)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
