@@ -9,6 +9,7 @@ from pubsub_core.relay.machine import (
     RelayConfig,
     RelayError,
     RelayMachine,
+    relay_tries,
 )
 from pubsub_core.relay.records import (
     BlockHeader,
@@ -63,4 +64,5 @@ __all__ = [
     "UpwardDispatch",
     "canonical_json",
     "event_record",
+    "relay_tries",
 ]

@@ -189,6 +189,11 @@ def _seed_003_router() -> MessageRouter:
     return RelayRouter()
 
 
+def relay_tries(txn: StateTransaction) -> RelayTries:
+    """The relay main trie and the publishers' child tries as the block machine stores them in ``txn``."""
+    return RelayTries(lambda space: StateNodeStore(txn, _MAIN_TRIE if not space else _CHILD_TRIE + space.hex()))
+
+
 class RelayMachine:
     """Applies relay blocks to a state backend; pure apart from the backend it is given."""
 
@@ -425,7 +430,7 @@ class RelayMachine:
         for raw_key, value in txn.pending_changes().get(CHILD_NAMESPACE, {}).items():
             para, key = split_child_data_key(raw_key)
             changes.setdefault(para, {})[key] = value
-        tries = RelayTries(lambda space: StateNodeStore(txn, _MAIN_TRIE if not space else _CHILD_TRIE + space.hex()))
+        tries = relay_tries(txn)
         ordered = {para: changes[para] for para in sorted(changes)}
         relay_root = tries.apply(child_changes=ordered)
         return relay_root, tuple((para, tries.child_root(para)) for para in ordered)

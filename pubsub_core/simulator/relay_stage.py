@@ -27,7 +27,7 @@ from pubsub_core.relay import (
     Status,
     canonical_json,
 )
-from pubsub_core.relay.machine import _CHILD_TRIE, _MAIN_TRIE
+from pubsub_core.relay.machine import relay_tries
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
 from pubsub_core.simulator.calls import SetSubscriptions, decode_subscriber_call, subscriber_of
@@ -43,7 +43,6 @@ from pubsub_core.simulator.records import (
     SubscriberCallFailed,
 )
 from pubsub_core.subscriber import SubscriberConfig
-from pubsub_core.trie import RelayTries, StateNodeStore
 
 __all__ = ["RelayStage", "RelayStep"]
 
@@ -240,7 +239,7 @@ class RelayStage:
             return ()
         txn = StateTransaction(self.backend)
         try:
-            tries = RelayTries(lambda space: StateNodeStore(txn, _MAIN_TRIE if not space else _CHILD_TRIE + space.hex()))
+            tries = relay_tries(txn)
             if tries.relay_root != relay_root:
                 raise SimulatorError(f"block {header.number}: the stored relay tries do not give the sealed root")
             views = []
