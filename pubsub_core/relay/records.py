@@ -16,6 +16,8 @@ from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes,
 from pubsub_core.errors import PubSubError
 
 __all__ = [
+    "hex_0x",
+    "unhex_0x",
     "BlockHeader",
     "HeaderDecodeError",
     "BlockResult",
@@ -37,11 +39,13 @@ def canonical_json(body: object) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
-def _hex(data: bytes) -> str:
+def hex_0x(data: bytes) -> str:
+    """Bytes as the 0x-prefixed hex the relay records use in JSON."""
     return "0x" + data.hex()
 
 
-def _unhex(text: object) -> bytes:
+def unhex_0x(text: object) -> bytes:
+    """Parse 0x-prefixed hex; ValueError on anything else."""
     value = str(text)
     if not value.startswith("0x"):
         raise ValueError(f"expected 0x-prefixed hex, got {value[:20]!r}")
@@ -70,12 +74,12 @@ class InputRecord:
         return f"{self.stream}/{self.origin}/{self.position}"
 
     def to_json(self) -> dict[str, object]:
-        return {"stream": self.stream, "origin": self.origin, "position": self.position, "value": _hex(self.value)}
+        return {"stream": self.stream, "origin": self.origin, "position": self.position, "value": hex_0x(self.value)}
 
     @classmethod
     def from_json(cls, body: object) -> InputRecord:
         b = _obj(body)
-        return cls(str(b["stream"]), str(b["origin"]), int(b["position"]), _unhex(b["value"]))
+        return cls(str(b["stream"]), str(b["origin"]), int(b["position"]), unhex_0x(b["value"]))
 
 
 class HeaderDecodeError(PubSubError):
@@ -147,8 +151,8 @@ class BlockHeader:
             manifest.setdefault(stream, {})[origin] = last
         return {
             "number": self.number,
-            "hash": _hex(self.hash),
-            "parent_hash": _hex(self.parent_hash),
+            "hash": hex_0x(self.hash),
+            "parent_hash": hex_0x(self.parent_hash),
             "max_pov_size": self.max_pov_size,
             "session_index": self.session_index,
             "manifest": manifest,
@@ -160,7 +164,7 @@ class BlockHeader:
         manifest = tuple(
             sorted((str(s), str(o), int(last)) for s, origins in _obj(b["manifest"]).items() for o, last in _obj(origins).items())
         )
-        return cls(int(b["number"]), _unhex(b["hash"]), _unhex(b["parent_hash"]), int(b["max_pov_size"]),
+        return cls(int(b["number"]), unhex_0x(b["hash"]), unhex_0x(b["parent_hash"]), int(b["max_pov_size"]),
                    int(b["session_index"]), manifest)
 
 
@@ -226,13 +230,13 @@ class MessageExecuted:
     weight_used: int
 
     def to_json(self) -> dict[str, object]:
-        return {"pallet": "Xcm", "event": "MessageExecuted", "para": self.para, "message_hash": _hex(self.message_hash),
+        return {"pallet": "Xcm", "event": "MessageExecuted", "para": self.para, "message_hash": hex_0x(self.message_hash),
                 "outcome": self.outcome, "error": self.error, "index": self.index, "weight_used": self.weight_used}
 
 
 def _jsonable(value: object) -> object:
     if isinstance(value, bytes):
-        return _hex(value)
+        return hex_0x(value)
     if isinstance(value, Enum):
         return value.value
     if is_dataclass(value) and not isinstance(value, type):
@@ -287,12 +291,12 @@ class ForwardedCall:
     call: bytes
 
     def to_json(self) -> dict[str, object]:
-        return {"block": self.block, "record": self.record_id, "origin": self.origin, "call": _hex(self.call)}
+        return {"block": self.block, "record": self.record_id, "origin": self.origin, "call": hex_0x(self.call)}
 
     @classmethod
     def from_json(cls, body: object) -> ForwardedCall:
         b = _obj(body)
-        return cls(int(b["block"]), str(b["record"]), str(b["origin"]), _unhex(b["call"]))
+        return cls(int(b["block"]), str(b["record"]), str(b["origin"]), unhex_0x(b["call"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,11 +318,11 @@ class BlockSeal:
     def to_json(self) -> dict[str, object]:
         return {
             "number": self.number,
-            "hash": _hex(self.hash),
-            "parent_hash": _hex(self.parent_hash),
+            "hash": hex_0x(self.hash),
+            "parent_hash": hex_0x(self.parent_hash),
             "session_index": self.session_index,
-            "relay_root": _hex(self.relay_root),
-            "child_roots": {str(p): None if r is None else _hex(r) for p, r in self.child_roots},
+            "relay_root": hex_0x(self.relay_root),
+            "child_roots": {str(p): None if r is None else hex_0x(r) for p, r in self.child_roots},
             "applied": self.applied,
             "ignored": self.ignored,
             "rejected": self.rejected,
@@ -328,9 +332,9 @@ class BlockSeal:
     @classmethod
     def from_json(cls, body: object) -> BlockSeal:
         b = _obj(body)
-        roots = tuple(sorted((int(p), None if r is None else _unhex(r)) for p, r in _obj(b["child_roots"]).items()))
-        return cls(int(b["number"]), _unhex(b["hash"]), _unhex(b["parent_hash"]), int(b["session_index"]),
-                   _unhex(b["relay_root"]), roots, int(b["applied"]), int(b["ignored"]), int(b["rejected"]),
+        roots = tuple(sorted((int(p), None if r is None else unhex_0x(r)) for p, r in _obj(b["child_roots"]).items()))
+        return cls(int(b["number"]), unhex_0x(b["hash"]), unhex_0x(b["parent_hash"]), int(b["session_index"]),
+                   unhex_0x(b["relay_root"]), roots, int(b["applied"]), int(b["ignored"]), int(b["rejected"]),
                    int(b["events"]))
 
 

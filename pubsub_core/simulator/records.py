@@ -14,6 +14,7 @@ from typing import Any
 
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
+from pubsub_core.relay.records import hex_0x, unhex_0x
 from pubsub_core.simulator.errors import IngestError
 
 __all__ = [
@@ -33,17 +34,6 @@ INPUT_STREAMS = ("upward", "horizontal", "extrinsics")
 """Streams carrying ``InputRecord`` values; ``blocks`` carries headers and ``genesis`` the realm's set-up."""
 
 _STREAMS = (*INPUT_STREAMS, "blocks", "genesis")
-
-
-def _hex(data: bytes) -> str:
-    return "0x" + data.hex()
-
-
-def _unhex(text: object) -> bytes:
-    value = str(text)
-    if not value.startswith("0x"):
-        raise ValueError(f"expected 0x-prefixed hex, got {value[:20]!r}")
-    return bytes.fromhex(value[2:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,21 +185,21 @@ class RelayView:
             "realm": self.realm,
             "subscriber": self.subscriber,
             "number": self.number,
-            "hash": _hex(self.hash),
-            "relay_root": _hex(self.relay_root),
+            "hash": hex_0x(self.hash),
+            "relay_root": hex_0x(self.relay_root),
             "max_pov_size": self.max_pov_size,
             "dmq_sizes": list(self.dmq_sizes),
             "hrmp_sizes": list(self.hrmp_sizes),
-            "nodes": [_hex(n) for n in self.nodes],
+            "nodes": [hex_0x(n) for n in self.nodes],
             "calls": [c.to_json() for c in self.calls],
         }
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> RelayView:
         return cls(
-            str(body["realm"]), int(body["subscriber"]), int(body["number"]), _unhex(body["hash"]),
-            _unhex(body["relay_root"]), int(body["max_pov_size"]), tuple(int(s) for s in body["dmq_sizes"]),
-            tuple(int(s) for s in body["hrmp_sizes"]), tuple(_unhex(n) for n in body["nodes"]),
+            str(body["realm"]), int(body["subscriber"]), int(body["number"]), unhex_0x(body["hash"]),
+            unhex_0x(body["relay_root"]), int(body["max_pov_size"]), tuple(int(s) for s in body["dmq_sizes"]),
+            tuple(int(s) for s in body["hrmp_sizes"]), tuple(unhex_0x(n) for n in body["nodes"]),
             tuple(ForwardedCall.from_json(c) for c in body["calls"]),
         )
 
