@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from Crypto.Signature import eddsa
 
+from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_u64
 from pubsub_core.envelope.errors import EnvelopeDecodeError
 
@@ -91,21 +92,14 @@ class Envelope:
             if not isinstance(topic, dict):
                 raise TypeError("topic is not an object")
             return cls(
-                _hex(body["from"]),
+                unhex_0x(body["from"]),
                 int(str(body["seqno"])),
                 Topic(str(topic["realm"]), str(topic["stream"]), str(topic["origin"])),
-                _hex(body["data"]),
-                _hex(body["signature"]),
+                unhex_0x(body["data"]),
+                unhex_0x(body["signature"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise EnvelopeDecodeError(f"bad JSON envelope: {exc}", repr(body).encode(), 0) from exc
-
-
-def _hex(value: object) -> bytes:
-    text = str(value)
-    if not text.startswith("0x"):
-        raise ValueError(f"expected 0x-prefixed hex, got {text[:20]!r}")
-    return bytes.fromhex(text[2:])
 
 
 def verify_signature(envelope: Envelope) -> bool:

@@ -13,11 +13,10 @@ from enum import Enum
 from typing import Any
 
 from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_compact, encode_u32, encode_u64
+from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.errors import PubSubError
 
 __all__ = [
-    "hex_0x",
-    "unhex_0x",
     "BlockHeader",
     "HeaderDecodeError",
     "BlockResult",
@@ -37,19 +36,6 @@ __all__ = [
 def canonical_json(body: object) -> str:
     """The byte-stable JSON text of a record body."""
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
-
-
-def hex_0x(data: bytes) -> str:
-    """Bytes as the 0x-prefixed hex the relay records use in JSON."""
-    return "0x" + data.hex()
-
-
-def unhex_0x(text: object) -> bytes:
-    """Parse 0x-prefixed hex; ValueError on anything else."""
-    value = str(text)
-    if not value.startswith("0x"):
-        raise ValueError(f"expected 0x-prefixed hex, got {value[:20]!r}")
-    return bytes.fromhex(value[2:])
 
 
 def _obj(body: object) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
-from pubsub_core.relay.records import hex_0x, unhex_0x
 from pubsub_core.simulator.errors import IngestError
 
 __all__ = [

@@ -46,9 +46,10 @@ from pubsub_core.subscriber.types import (
     Update,
     UpdateKind,
 )
+from pubsub_core.trie import EMPTY_ROOT
 from pubsub_core.trie.child import child_storage_key, prefixed_child_storage_key
 from pubsub_core.trie.errors import MalformedNodeError
-from pubsub_core.trie.layout import HASH_LEN, V1
+from pubsub_core.trie.layout import HASH_LEN
 from pubsub_core.trie.walker import PathStep as TriePathStep
 from pubsub_core.trie.walker import walk_path
 from state import StateTransaction
@@ -65,7 +66,6 @@ __all__ = [
     "run_block",
 ]
 
-EMPTY_ROOT = V1.empty_root
 """Root of an empty (or absent) child trie: every key reads as absent."""
 
 _NO_ENTRY = bytes(32)
