@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from pubsub_core.errors import PubSubError
-from streaming.settings import Settings
 
 __all__ = [
     "ConsumedRecord",
@@ -23,6 +23,13 @@ __all__ = [
     "read_topic",
     "synthetic_records",
 ]
+
+
+class Settings(Protocol):
+    """What the clients need of the settings object (streaming.settings.Settings has it); a Protocol, so that
+    producers/ imports nothing from streaming/."""
+
+    def kafka_client_config(self) -> Mapping[str, str]: ...
 
 
 class KafkaIOError(PubSubError):

@@ -21,7 +21,8 @@ from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader, BroadcasterCall, CallKind, Genesis, InputRecord, canonical_json
 from pubsub_core.router.calls import AcceptOpenChannel, HorizontalRecord, InitOpenChannel, SendDownward
 from pubsub_core.router.records import OutboundHrmpMessage
-from pubsub_core.simulator import GenesisRecord, SetSubscriptions
+from pubsub_core.stages import GenesisRecord
+from pubsub_core.subscriber import SetSubscriptions
 from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
 from pubsub_core.xcm.executor import sovereign_account
 from pubsub_core.xcm.types import ClearOrigin

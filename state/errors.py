@@ -1,9 +1,7 @@
-"""Errors of the state layer."""
-
-from pubsub_core.errors import PubSubError
+"""Errors of the state layer: their own root, since state/ imports nothing from pubsub_core."""
 
 
-class StateError(PubSubError):
+class StateError(Exception):
     """Base class for state-layer errors."""
 
 

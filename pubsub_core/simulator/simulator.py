@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from pubsub_core.simulator.config import SimulatorConfig
-from pubsub_core.simulator.errors import IngestError
-from pubsub_core.simulator.records import LogRecord, OutputRecord, SimOutcome, decode_value, parse_line, split_topic
-from pubsub_core.simulator.relay_stage import RelayStage, RelayStep
-from pubsub_core.simulator.subscriber_stage import SubscriberStage
+from pubsub_core.stages.config import SimulatorConfig
+from pubsub_core.stages.errors import IngestError
+from pubsub_core.stages.records import LogRecord, OutputRecord, SimOutcome, decode_value, parse_line, split_topic
+from pubsub_core.stages.relay_stage import RelayStage, RelayStep
+from pubsub_core.stages.subscriber_stage import SubscriberStage
 
 __all__ = ["Simulator", "simulate"]
 

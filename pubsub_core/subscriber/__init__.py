@@ -7,6 +7,14 @@ docs/subscriber.md.
 
 from pubsub_core.codec.types import SubscribedKey, TtlKind, TtlState
 from pubsub_core.subscriber.budget import Budget, pubsub_budget
+from pubsub_core.subscriber.calls import (
+    ClearPublisherCache,
+    EnablePublisher,
+    SetSubscriptions,
+    SubscriberCall,
+    decode_subscriber_call,
+    subscriber_of,
+)
 from pubsub_core.subscriber.collator import collate, prune
 from pubsub_core.subscriber.config import SubscriberConfig
 from pubsub_core.subscriber.engine import (
@@ -24,6 +32,7 @@ from pubsub_core.subscriber.errors import (
     NoCachedNodesError,
     PublisherNotDisabledError,
     RelayStateError,
+    SubscriberCallError,
     SubscriberConfigError,
     SubscriberError,
     SubscriptionError,
@@ -55,6 +64,13 @@ from pubsub_core.subscriber.types import (
 )
 
 __all__ = [
+    "ClearPublisherCache",
+    "EnablePublisher",
+    "SetSubscriptions",
+    "SubscriberCall",
+    "SubscriberCallError",
+    "decode_subscriber_call",
+    "subscriber_of",
     "EMPTY_ROOT",
     "BlockContext",
     "BlockOutcome",

@@ -12,6 +12,7 @@ __all__ = [
     "NoCachedNodesError",
     "PublisherNotDisabledError",
     "RelayStateError",
+    "SubscriberCallError",
     "SubscriberConfigError",
     "SubscriberError",
     "SubscriptionError",
@@ -110,3 +111,13 @@ class CheatingCollatorError(SubscriberError):
         self.node_hashes = node_hashes
         self.publisher = publisher
         self.key = key
+
+
+class SubscriberCallError(SubscriberError):
+    """A subscriber-side call (pallet 2) that does not decode or comes from an origin that may not make it."""
+
+    def __init__(self, reason: str, detail: str, data: bytes) -> None:
+        super().__init__(f"subscriber call refused ({reason}): {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.data = data

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from producers.cli import COMMAND_MODULES, build_parser, main
+from cli.main import COMMAND_MODULES, build_parser, main
 from streaming.settings import Settings
 
 MINE = ("demo", "broker", "produce", "job", "consume")
@@ -25,13 +25,13 @@ def test_each_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[st
 def test_the_top_level_help_lists_every_command() -> None:
     listed = build_parser().format_help()
     assert all(f"    {command} " in listed for command in MINE)
-    assert all(module.startswith("producers.commands.") for module in COMMAND_MODULES)
+    assert all(module.startswith("cli.commands.") for module in COMMAND_MODULES)
 
 
 @pytest.mark.kafka
 def test_produce_then_consume_on_the_command_line(kafka_settings: Settings) -> None:
     common = ["--bootstrap", str(kafka_settings.kafka_bootstrap), "--topic-prefix", "cli."]
-    run = [sys.executable, "-m", "producers.cli"]
+    run = [sys.executable, "-m", "cli.main"]
     produced = subprocess.run([*run, "produce", *common, "--input-topic", "events", "--count", "30", "--keys", "3"],
                               capture_output=True, text=True, timeout=120)
     assert produced.returncode == 0, produced.stderr

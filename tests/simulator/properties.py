@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pubsub_core.envelope import Envelope
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader, InputRecord
-from pubsub_core.simulator import SetSubscriptions, decode_subscriber_call
+from pubsub_core.subscriber import SetSubscriptions, decode_subscriber_call
 from pubsub_core.subscriber import SubscriberConfig
 from pubsub_core.xcm import Publish, decode_versioned_xcm
 

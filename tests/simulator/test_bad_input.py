@@ -13,17 +13,10 @@ from producers.workload import LogBuilder, minimal_example, published_key, signe
 from pubsub_core.codec.scale import encode_bytes, encode_compact, encode_u32
 from pubsub_core.envelope import KeyRegistry, Topic
 from pubsub_core.relay import BlockHeader, Genesis
-from pubsub_core.simulator import (
-    ClearPublisherCache,
-    ConfigError,
-    EnablePublisher,
-    RelayView,
-    SetSubscriptions,
-    SimulatorConfig,
-    SubscriberStage,
-    simulate,
-)
-from pubsub_core.simulator.records import decode_value
+from pubsub_core.simulator import simulate
+from pubsub_core.stages import ConfigError, RelayView, SimulatorConfig, SubscriberStage
+from pubsub_core.subscriber import ClearPublisherCache, EnablePublisher, SetSubscriptions
+from pubsub_core.stages.records import decode_value
 from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
 from pubsub_core.xcm.types import ClearOrigin
 from tests.simulator.properties import check_outcomes

@@ -1,4 +1,4 @@
-"""`pubsub simulate` and `pubsub workload` through producers.cli.main: help, files written, stdout, summaries,
+"""`pubsub simulate` and `pubsub workload` through cli.main.main: help, files written, stdout, summaries,
 and errors reported with an exit code rather than a traceback."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from producers.cli import build_parser, main
+from cli.main import build_parser, main
 from producers.workload import WorkloadSpec, generate
 from pubsub_core.simulator import simulate
 

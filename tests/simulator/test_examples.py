@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from producers.workload import WorkloadSpec, generate, minimal_example
-from pubsub_core.simulator import RelayStage, Simulator, SubscriberStage, simulate
+from pubsub_core.simulator import Simulator, simulate
+from pubsub_core.stages import RelayStage, SubscriberStage
 from tests.simulator.properties import check_outcomes, check_subscribers, outputs_by_topic
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from producers.commands.common import add_kafka_arguments, console, settings_from
+from cli.commands.common import add_kafka_arguments, console, settings_from
 from producers.kafka_io import produce, read_event_log, synthetic_records
 from streaming.kafka_broker import create_topics, ensure_kafka
 

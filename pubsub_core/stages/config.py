@@ -11,13 +11,13 @@ from pubsub_core.envelope import AdmissionConfig, KeyRegistry
 from pubsub_core.errors import PubSubError
 from pubsub_core.relay import RelayConfig
 from pubsub_core.router import RouterConfig
-from pubsub_core.simulator.errors import SimulatorError
+from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber import SubscriberConfig
 
 __all__ = ["ConfigError", "SimulatorConfig"]
 
 
-class ConfigError(SimulatorError):
+class ConfigError(StageError):
     """A configuration file section or field we do not know, or a value its config object refuses."""
 
     def __init__(self, section: str, detail: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
-from producers.commands.common import add_kafka_arguments, console, settings_from
+from cli.commands.common import add_kafka_arguments, console, settings_from
 from producers.kafka_io import ProducedRecord, produce, read_topic, synthetic_records
 from streaming.kafka_broker import EmbeddedKafka, create_topics, delete_topics, ensure_kafka
 from streaming.paths import runtime_dir

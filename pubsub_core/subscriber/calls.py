@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_compact, encode_u32
 from pubsub_core.envelope.errors import InvalidOrigin
 from pubsub_core.envelope.keys import Origin, OriginKind
-from pubsub_core.relay import SUBSCRIBER
-from pubsub_core.simulator.errors import SubscriberCallError
-from pubsub_core.subscriber import SubscriberConfig
+from pubsub_core.relay.calls import SUBSCRIBER
+from pubsub_core.subscriber.errors import SubscriberCallError
+from pubsub_core.subscriber.config import SubscriberConfig
 
 __all__ = [
     "ClearPublisherCache",

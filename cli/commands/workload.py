@@ -10,7 +10,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from producers.commands.common import console
+from cli.commands.common import console
 from producers.workload import WorkloadSpec, generate, parse_ttl_mix
 
 

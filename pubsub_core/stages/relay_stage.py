@@ -30,10 +30,11 @@ from pubsub_core.relay import (
 from pubsub_core.relay.machine import relay_tries
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
-from pubsub_core.simulator.calls import SetSubscriptions, decode_subscriber_call, subscriber_of
-from pubsub_core.simulator.config import SimulatorConfig
-from pubsub_core.simulator.errors import SimulatorError, SubscriberCallError
-from pubsub_core.simulator.records import (
+from pubsub_core.subscriber.calls import SetSubscriptions, decode_subscriber_call, subscriber_of
+from pubsub_core.stages.config import SimulatorConfig
+from pubsub_core.stages.errors import StageError
+from pubsub_core.subscriber.errors import SubscriberCallError
+from pubsub_core.stages.records import (
     INPUT_STREAMS,
     GenesisRecord,
     LogRecord,
@@ -241,7 +242,7 @@ class RelayStage:
         try:
             tries = relay_tries(txn)
             if tries.relay_root != relay_root:
-                raise SimulatorError(f"block {header.number}: the stored relay tries do not give the sealed root")
+                raise StageError(f"block {header.number}: the stored relay tries do not give the sealed root")
             views = []
             for subscriber in subscribers:
                 keys = declared.get(subscriber, {})

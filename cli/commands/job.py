@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from producers.commands.common import console
+from cli.commands.common import console
 
 
 def register(subparsers: Any) -> None:

@@ -1,4 +1,4 @@
-"""The `pubsub` command: one entry point whose subcommands live in producers/commands/, one module each.
+"""The `pubsub` command: one entry point whose subcommands live in cli/commands/, one module each.
 
 Each command module exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a
 callable taking the parsed arguments and returning an exit code.
@@ -12,16 +12,17 @@ import sys
 from collections.abc import Sequence
 
 from pubsub_core.errors import PubSubError
+from state.errors import StateError
 
 # Add a command by appending its module here; the order is the order of `pubsub --help`.
 COMMAND_MODULES: tuple[str, ...] = (
-    "producers.commands.demo",
-    "producers.commands.broker",
-    "producers.commands.produce",
-    "producers.commands.job",
-    "producers.commands.consume",
-    "producers.commands.simulate",
-    "producers.commands.workload",
+    "cli.commands.demo",
+    "cli.commands.broker",
+    "cli.commands.produce",
+    "cli.commands.job",
+    "cli.commands.consume",
+    "cli.commands.simulate",
+    "cli.commands.workload",
 )
 
 
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = args.func(args)
-    except PubSubError as err:  # a typed error explains itself: print it, no traceback
+    except (PubSubError, StateError) as err:  # a typed error explains itself: print it, no traceback
         print(f"pubsub: {err}", file=sys.stderr)
         return 1
     return code

@@ -21,9 +21,10 @@ from pubsub_core.subscriber import (
     pubsub_budget,
     set_subscriptions,
 )
-from pubsub_core.simulator.calls import EnablePublisher, SetSubscriptions, decode_subscriber_call
-from pubsub_core.simulator.errors import SimulatorError, SubscriberCallError
-from pubsub_core.simulator.records import OutputRecord, RelayView, SubscriberCallFailed
+from pubsub_core.subscriber.calls import EnablePublisher, SetSubscriptions, decode_subscriber_call
+from pubsub_core.stages.errors import StageError
+from pubsub_core.subscriber.errors import SubscriberCallError
+from pubsub_core.stages.records import OutputRecord, RelayView, SubscriberCallFailed
 
 __all__ = ["SubscriberStage", "ViewProver"]
 
@@ -54,7 +55,7 @@ class SubscriberStage:
     def step(self, view: RelayView) -> list[OutputRecord]:
         """One parachain block built on the view's relay block: updates, then events, then the PoV record."""
         if view.subscriber != self.subscriber:
-            raise SimulatorError(f"a view for subscriber {view.subscriber} reached subscriber {self.subscriber}")
+            raise StageError(f"a view for subscriber {view.subscriber} reached subscriber {self.subscriber}")
         config, key = self.config, str(self.subscriber)
         budget = pubsub_budget(view.max_pov_size, view.dmq_sizes, view.hrmp_sizes, config)
         ctx = BlockContext(self.subscriber, view.number, view.hash, view.relay_root, budget)
@@ -65,7 +66,7 @@ class SubscriberStage:
             outcome = process_relay_proof(txn, proof, ctx, subscriptions, config)
         except PubSubError as exc:
             txn.rollback()
-            raise SimulatorError(f"subscriber {self.subscriber} could not process relay block {view.number}: {exc}") from exc
+            raise StageError(f"subscriber {self.subscriber} could not process relay block {view.number}: {exc}") from exc
         events: list[OutputRecord] = [self._event(e) for e in outcome.events]
         index = len(outcome.events)
         for forwarded in view.calls:

@@ -15,8 +15,9 @@ from typing import Any, TextIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from producers.commands.common import console
-from pubsub_core.simulator import ConfigError, OutputRecord, Simulator, SimulatorConfig
+from cli.commands.common import console
+from pubsub_core.simulator import Simulator
+from pubsub_core.stages import ConfigError, OutputRecord, SimulatorConfig
 
 
 def register(subparsers: Any) -> None:

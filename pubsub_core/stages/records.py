@@ -15,7 +15,7 @@ from typing import Any
 from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
-from pubsub_core.simulator.errors import IngestError
+from pubsub_core.stages.errors import IngestError
 
 __all__ = [
     "GenesisRecord",

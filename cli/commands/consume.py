@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from producers.commands.common import add_kafka_arguments, console, settings_from
+from cli.commands.common import add_kafka_arguments, console, settings_from
 from producers.kafka_io import read_topic
 from streaming.kafka_broker import ensure_kafka
 

@@ -1,0 +1,1 @@
+"""Subcommands of `pubsub`, one module each (see cli/main.py)."""

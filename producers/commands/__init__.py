@@ -1,1 +1,0 @@
-"""Subcommands of `pubsub`, one module each (see producers/cli.py)."""
