@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from pubsub_core.stages.config import SimulatorConfig
-from pubsub_core.stages.errors import IngestError
-from pubsub_core.stages.records import LogRecord, OutputRecord, SimOutcome, decode_value, parse_line, split_topic
+from pubsub_core.stages.ingest import LineRouter, ingest_record
+from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage, RelayStep
 from pubsub_core.stages.subscriber_stage import SubscriberStage
 
@@ -32,37 +32,20 @@ class Simulator:
         self.relay_proofs = relay_proofs
         self.relays: dict[str, RelayStage] = {}
         self.subscribers: dict[tuple[str, int], SubscriberStage] = {}
-        self.offsets: dict[str, int] = {}
-
-    def _offset(self, topic: str) -> int:
-        offset = self.offsets.get(topic, 0)
-        self.offsets[topic] = offset + 1
-        return offset
+        self.router = LineRouter(self.config.default_realm)
 
     def feed_line(self, text: str) -> list[OutputRecord]:
         """One event-log line (its line break, if any, is dropped; blank lines are skipped); returns the outputs
-        it caused, in order."""
+        it caused, in order. The line goes through the same edge as a produced Kafka record would."""
         text = text.rstrip("\r\n")
         if not text.strip():
             return []
-        parsed = self.parse_line(text)
+        routed = self.router.route(text)
+        if isinstance(routed, OutputRecord):
+            return [routed]
+        record, offset = routed
+        parsed = ingest_record(record.topic, record.key, record.value, offset, self.config.default_realm)
         return [parsed] if isinstance(parsed, OutputRecord) else self.feed(parsed)
-
-    def parse_line(self, text: str) -> LogRecord | OutputRecord:
-        """A non-blank line as a record of its topic, or the rejection that takes its place."""
-        realm = self.config.default_realm
-        topic, key, log_id = "?", "", ""
-        try:
-            topic, key, value = parse_line(text)
-            offset = self._offset(topic)
-            log_id = f"{topic}@{offset}"
-            realm, stream = split_topic(topic)
-            return LogRecord(realm, stream, key, offset, decode_value(realm, stream, key, value))
-        except IngestError as exc:
-            if not log_id:
-                log_id = f"{topic}@{self._offset(topic)}"
-            outcome = SimOutcome(None, log_id, "rejected", exc.reason, exc.detail)
-            return OutputRecord(f"{realm}.rejected", key, f"ingest/{log_id}", outcome.to_json())
 
     def feed(self, record: LogRecord) -> list[OutputRecord]:
         """One parsed record; returns the outputs it caused, in order."""

@@ -8,6 +8,7 @@ docs/simulator.md and docs/pipeline.md.
 
 from pubsub_core.stages.config import ConfigError, SimulatorConfig
 from pubsub_core.stages.errors import IngestError, StageError
+from pubsub_core.stages.ingest import LineRouter, Routed, decode_record, ingest_record
 from pubsub_core.stages.records import (
     GenesisRecord,
     LogRecord,
@@ -16,7 +17,6 @@ from pubsub_core.stages.records import (
     SimOutcome,
     SubscriberCallFailed,
     decode_value,
-    parse_line,
     split_topic,
 )
 from pubsub_core.stages.relay_stage import RelayStage, RelayStep
@@ -26,17 +26,20 @@ __all__ = [
     "ConfigError",
     "GenesisRecord",
     "IngestError",
+    "LineRouter",
     "LogRecord",
     "OutputRecord",
     "RelayStage",
     "RelayStep",
     "RelayView",
+    "Routed",
     "SimOutcome",
     "SimulatorConfig",
     "StageError",
     "SubscriberCallFailed",
     "SubscriberStage",
+    "decode_record",
     "decode_value",
-    "parse_line",
+    "ingest_record",
     "split_topic",
 ]

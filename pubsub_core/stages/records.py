@@ -26,7 +26,6 @@ __all__ = [
     "SimOutcome",
     "SubscriberCallFailed",
     "decode_value",
-    "parse_line",
     "split_topic",
 ]
 
@@ -82,24 +81,6 @@ def split_topic(topic: str) -> tuple[str, str]:
     if not dot or not realm or stream not in _STREAMS:
         raise IngestError("UnknownTopic", f"{topic!r} is not <realm>.<{'|'.join(_STREAMS)}>", topic)
     return realm, stream
-
-
-def parse_line(text: str) -> tuple[str, str, object]:
-    """The (topic, key, value) of one line; ``IngestError`` (``MalformedJson``) when it is not such an object."""
-    try:
-        entry = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise IngestError("MalformedJson", f"not JSON: {exc}", text) from exc
-    if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str) or "value" not in entry:
-        raise IngestError("MalformedJson", "expected an object with a string topic and a value", text)
-    key = entry.get("key")
-    value = entry["value"]
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise IngestError("MalformedRecord", f"the value string is not JSON: {exc}", text) from exc
-    return entry["topic"], "" if key is None else str(key), value
 
 
 def decode_value(realm: str, stream: str, key: str, value: object) -> InputRecord | GenesisRecord:

@@ -142,7 +142,7 @@ def test_interleaving_of_topics_does_not_change_the_outputs(name: str) -> None:
 def _restarted(old: Simulator) -> Simulator:
     """A new simulator over the old one's state backends (and its topic offsets, which Kafka would keep)."""
     new = Simulator(old.config)
-    new.offsets = dict(old.offsets)
+    new.router.offsets = dict(old.router.offsets)
     new.relays = {realm: RelayStage(realm, old.config, stage.backend) for realm, stage in old.relays.items()}
     new.subscribers = {key: SubscriberStage(key[0], key[1], old.config.subscriber, stage.backend)
                        for key, stage in old.subscribers.items()}
