@@ -7,7 +7,6 @@ spaces), so two runs compare byte for byte. docs/simulator.md lists every topic 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
