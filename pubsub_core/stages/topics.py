@@ -1,0 +1,50 @@
+"""Topic names of the pipeline, in one place: a realm's input streams, its output kinds, and the seam.
+
+Every topic is ``<realm>.<name>``. Inputs: ``genesis``, ``upward``, ``horizontal``, ``extrinsics``,
+``blocks``; outputs: ``updates``, ``events``, ``rejected``, ``pov``, ``seals``; the Stage R -> Stage S seam:
+``relay-views`` (key: subscriber). docs/pipeline.md documents the records each one carries.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "INPUT_TOPIC_PATTERN",
+    "INPUTS",
+    "OUTPUTS",
+    "VIEWS",
+    "VIEWS_TOPIC_PATTERN",
+    "input_topics",
+    "output_topics",
+    "realm_pattern",
+    "topic",
+]
+
+INPUTS = ("genesis", "upward", "horizontal", "extrinsics", "blocks")
+OUTPUTS = ("updates", "events", "rejected", "pov", "seals")
+VIEWS = "relay-views"
+
+_REALM = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*"
+INPUT_TOPIC_PATTERN = rf"^{_REALM}\.(?:{'|'.join(INPUTS)})$"
+"""Java regex (for the Kafka source's ``subscribePattern``) matching every realm's input topics."""
+VIEWS_TOPIC_PATTERN = rf"^{_REALM}\.{re.escape(VIEWS)}$"
+
+
+def topic(realm: str, name: str) -> str:
+    return f"{realm}.{name}"
+
+
+def input_topics(realm: str) -> list[str]:
+    return [topic(realm, name) for name in INPUTS]
+
+
+def output_topics(realm: str) -> list[str]:
+    """A realm's output topics, the seam included."""
+    return [topic(realm, name) for name in (*OUTPUTS, VIEWS)]
+
+
+def realm_pattern(realms: list[str], names: tuple[str, ...]) -> str:
+    """A ``subscribePattern`` for ``names`` of the given realms only (``--realm``)."""
+    alternatives = "|".join(re.escape(r) for r in realms)
+    return rf"^(?:{alternatives})\.(?:{'|'.join(re.escape(n) for n in names)})$"
