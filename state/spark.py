@@ -96,13 +96,23 @@ def decode_page(data: bytes, namespace: str = "?", page: int = 0) -> dict[bytes,
 class SparkStateBackend:
     """StateBackend over one grouping key's MapState of pages; caches the pages it has loaded."""
 
-    def __init__(self, pages_state: MapStateLike, pages: Mapping[str, int] | None = None, default_pages: int = 1):
+    def __init__(
+        self,
+        pages_state: MapStateLike,
+        pages: Mapping[str, int] | None = None,
+        default_pages: int = 1,
+        defer_writes: bool = False,
+    ):
+        """``defer_writes`` keeps changed pages in memory until ``flush()``: a stage that commits once per
+        input record then still writes each page once per micro-batch (Spark commits the batch atomically)."""
         if default_pages < 1 or any(count < 1 for count in (pages or {}).values()):
             raise ValueError("a namespace needs at least one page")
         self._state = pages_state
         self._pages = dict(pages or {})
         self._default_pages = default_pages
         self._cache: dict[tuple[str, int], dict[bytes, bytes]] = {}
+        self._defer = defer_writes
+        self._dirty: set[tuple[str, int]] = set()
         self.stats = BackendStats()
         self.jvm_calls = 0
         """MapState calls made (the cost that matters on Spark)."""
@@ -156,6 +166,17 @@ class SparkStateBackend:
                 else:
                     stored[key] = value
                 touched.add((namespace, page))
+        if self._defer:
+            self._dirty |= touched
+            return
+        self._store(touched)
+
+    def flush(self) -> None:
+        """Write the pages changed since the last flush (deferred mode), one call each."""
+        self._store(self._dirty)
+        self._dirty = set()
+
+    def _store(self, touched: set[tuple[str, int]]) -> None:
         for namespace, page in sorted(touched):
             stored = self._cache[(namespace, page)]
             self.jvm_calls += 1

@@ -1,9 +1,9 @@
-"""The streaming job: Kafka source -> transformWithState (RocksDB) -> Kafka sink.
+"""The streaming job: every realm's input topics -> Stage R -> seam -> Stage S -> output topics.
 
 Run it with `pubsub job`, `python -m streaming.job`, or spark-submit (this file is the application). With
---available-now it processes everything in the input topic and stops; otherwise it runs one micro-batch per
-trigger interval until SIGTERM/SIGINT stops the query; the checkpoint makes a restart, even after SIGKILL,
-continue where the last committed batch ended.
+--available-now it drains every input topic (Stage R, then Stage S over the views it wrote) and stops;
+otherwise both queries run one micro-batch per trigger interval until SIGTERM/SIGINT. The checkpoints make a
+restart, even after SIGKILL, continue where the last committed batches ended.
 """
 
 from __future__ import annotations
@@ -13,111 +13,182 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from confluent_kafka.admin import AdminClient
+
+from pubsub_core.stages.topics import VIEWS, output_topics, topic
 from streaming.kafka_broker import create_topics, ensure_kafka
+from streaming.paths import runtime_dir
+from streaming.pipeline import (
+    build_relay_query,
+    build_subscriber_query,
+    load_protocol_config,
+    seam_key,
+    served_realms,
+)
 from streaming.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["JobSummary", "add_job_arguments", "build_query", "main", "run_job", "settings_from_args"]
+__all__ = ["BatchReport", "JobSummary", "add_job_arguments", "ensure_realm_topics", "main", "run_job",
+           "settings_from_args"]
 
 
 @dataclass(frozen=True)
+class BatchReport:
+    """One micro-batch of one query, as the progress line shows it."""
+
+    query: str
+    batch: int
+    rows_in: int
+    records_out: dict[str, int]
+    heights: dict[str, int]
+    lag: int | None
+    seconds: float
+
+    def line(self) -> str:
+        out = " ".join(f"{kind} {n}" for kind, n in self.records_out.items() if n) or "nothing"
+        text = f"{self.query} batch {self.batch}: {self.rows_in} rows in -> {out}"
+        if self.heights:
+            text += " | relay height " + ", ".join(f"{realm} {n}" for realm, n in sorted(self.heights.items()))
+        if self.lag is not None:
+            text += f" | lag {self.lag}"
+        return text + f" | {self.seconds:.1f}s"
+
+
+@dataclass
 class JobSummary:
     """What one run of the job did."""
 
-    batches: int
-    input_rows: int
-    seconds: float
+    batches: int = 0
+    input_rows: int = 0
+    records_out: dict[str, int] = field(default_factory=dict)
+    heights: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
 
 
-def build_query(
-    spark: SparkSession, settings: Settings, available_now: bool = False, query_name: str | None = None
-) -> StreamingQuery:
-    """Start the skeleton query on `spark`; topics must exist (create_topics) before."""
-    from pyspark.sql import functions as F
+def _report(query: str, progress: dict[str, Any]) -> BatchReport:
+    observed = (progress["observedMetrics"] or {}).get(query) if "observedMetrics" in progress else None
+    metrics: dict[str, Any] = observed.asDict() if hasattr(observed, "asDict") else dict(observed or {})
+    heights: dict[str, int] = {}
+    for entry in metrics.pop("heights", None) or []:
+        realm, _, number = str(entry).rpartition(":")
+        if number.isdigit():
+            heights[realm] = max(heights.get(realm, 0), int(number))
+    lags = [int(m["maxOffsetsBehindLatest"]) for s in progress.get("sources", [])
+            if (m := s.get("metrics") or {}).get("maxOffsetsBehindLatest") not in (None, "")]
+    duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+    return BatchReport(query, int(progress["batchId"]), int(progress["numInputRows"]),
+                       {k: int(v) for k, v in metrics.items()}, heights, max(lags) if lags else None, duration)
 
-    from streaming.skeleton import OUTPUT_SCHEMA, SkeletonProcessor
 
-    kafka = settings.spark_kafka_options()
-    reader = spark.readStream.format("kafka").options(**kafka)
-    reader = reader.option("subscribe", settings.input).option("startingOffsets", "earliest")
-    reader = reader.option("failOnDataLoss", "true")
-    if settings.max_offsets_per_trigger is not None:
-        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
-    source = reader.load().select(
-        "topic", "partition", "offset", F.col("key").cast("string").alias("key"), "value"
-    )
-    processed = source.groupBy("key").transformWithState(
-        statefulProcessor=SkeletonProcessor(settings.output, settings.rejected),
-        outputStructType=OUTPUT_SCHEMA,
-        outputMode="Update",
-        timeMode="None",
-    )
-    writer = (
-        processed.writeStream.format("kafka")
-        .options(**kafka)
-        .option("kafka.acks", "all")
-        .option("checkpointLocation", str(settings.checkpoint_dir))
-        .outputMode("update")
-    )
-    if query_name:
-        writer = writer.queryName(query_name)
-    if available_now:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{settings.trigger_seconds} seconds")
-    return writer.start()
+def ensure_realm_topics(settings: Settings, realms: Sequence[str]) -> None:
+    """Create each served realm's output topics and its seam topic (with ``views_partitions`` partitions)."""
+    for realm in realms:
+        create_topics(settings, [t for t in output_topics(realm) if not t.endswith("." + VIEWS)])
+        create_topics(settings, [topic(realm, VIEWS)], partitions=settings.views_partitions)
+
+
+def _realms_now(settings: Settings) -> list[str]:
+    admin = AdminClient(settings.kafka_client_config())
+    return served_realms(admin.list_topics(timeout=10).topics, settings)
+
+
+class _Follower:
+    """Collects each query's new progress entries into reports and the summary."""
+
+    def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None) -> None:
+        self.summary = summary
+        self.on_batch = on_batch
+        self.seen: dict[str, int] = {}
+
+    def poll(self, query: StreamingQuery, name: str, every_batch: bool) -> None:
+        for progress in query.recentProgress:
+            if progress["batchId"] <= self.seen.get(name, -1):
+                continue
+            self.seen[name] = progress["batchId"]
+            report = _report(name, progress)
+            if not (report.rows_in or every_batch):
+                continue
+            self.summary.batches += 1
+            self.summary.input_rows += report.rows_in if name == "relay" else 0
+            for kind, n in report.records_out.items():
+                self.summary.records_out[kind] = self.summary.records_out.get(kind, 0) + n
+            for realm, n in report.heights.items():
+                self.summary.heights[realm] = max(self.summary.heights.get(realm, 0), n)
+            if self.on_batch:
+                self.on_batch(report)
 
 
 def run_job(
     settings: Settings,
     available_now: bool = False,
     run_seconds: float | None = None,
-    on_batch: Callable[[dict[str, Any]], None] | None = None,
+    on_batch: Callable[[BatchReport], None] | None = None,
 ) -> JobSummary:
-    """Ensure Kafka and the topics, start Spark and the query, and run until done, stopped or `run_seconds`."""
+    """Ensure Kafka and the realms' topics, start Spark and both queries, run until done, stopped or
+    ``run_seconds``."""
     from streaming.spark_session import build_spark
 
     settings, _broker = ensure_kafka(settings)
-    create_topics(settings, [settings.input, settings.output, settings.rejected])
-    spark = build_spark(settings, app_name="rfc0160-pubsub-skeleton")
+    realms = _realms_now(settings)
+    ensure_realm_topics(settings, realms)
+    config = load_protocol_config(settings.protocol_config)
+    key = seam_key(settings)
+    spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
     started = time.monotonic()
-    query = build_query(spark, settings, available_now=available_now)
+    summary = JobSummary()
+    follower = _Follower(summary, on_batch)
     stop_requested: list[int] = []
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:
         stop_requested.append(signum)
 
+    def running(queries: list[tuple[str, StreamingQuery]]) -> bool:
+        expired = run_seconds is not None and time.monotonic() - started >= run_seconds
+        return any(q.isActive for _, q in queries) and not stop_requested and not expired
+
+    def follow(queries: list[tuple[str, StreamingQuery]]) -> None:
+        last_scan = time.monotonic()
+        while running(queries):
+            queries[0][1].awaitTermination(0.5)
+            for name, query in queries:
+                follower.poll(query, name, available_now)
+                if query.exception() is not None:
+                    raise query.exception()  # type: ignore[misc]
+            if not available_now and time.monotonic() - last_scan > 2:
+                ensure_realm_topics(settings, [r for r in _realms_now(settings) if r not in realms])
+                realms[:] = _realms_now(settings)
+                last_scan = time.monotonic()
+        for name, query in queries:
+            follower.poll(query, name, available_now)
+
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    seen_batch, batches, rows = -1, 0, 0
+    queries: list[tuple[str, StreamingQuery]] = []
     try:
-        while query.isActive and not stop_requested:
-            if run_seconds is not None and time.monotonic() - started >= run_seconds:
-                break
-            query.awaitTermination(0.5)
-            for progress in query.recentProgress:
-                if progress["batchId"] > seen_batch:
-                    seen_batch = progress["batchId"]
-                    if progress["numInputRows"] or available_now:
-                        batches += 1
-                        rows += int(progress["numInputRows"])
-                        if on_batch:
-                            on_batch(progress)
-        if query.exception() is not None:
-            raise query.exception()  # type: ignore[misc]
+        if available_now:
+            for name, build in (("relay", build_relay_query), ("subscribers", build_subscriber_query)):
+                queries = [(name, build(spark, settings, config, key, True))]
+                follow(queries)
+                if stop_requested:
+                    break
+        else:
+            queries = [("relay", build_relay_query(spark, settings, config, key, False)),
+                       ("subscribers", build_subscriber_query(spark, settings, config, key, False))]
+            follow(queries)
     finally:
-        if query.isActive:
-            query.stop()
+        for _, query in queries:
+            if query.isActive:
+                query.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return JobSummary(batches=batches, input_rows=rows, seconds=time.monotonic() - started)
+    summary.seconds = time.monotonic() - started
+    return summary
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,14 +196,15 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else embedded)")
     parser.add_argument("--master", metavar="URL", help="Spark master URL (default: local[2]; $PUBSUB_SPARK_MASTER)")
-    parser.add_argument("--topic-prefix", metavar="PREFIX", help="realm prefix of every topic (default: polkadot.)")
-    parser.add_argument("--input-topic", metavar="NAME", help="input topic, without the prefix (default: skeleton-in)")
-    parser.add_argument("--output-topic", metavar="NAME", help="output topic, without the prefix (default: skeleton-out)")
-    parser.add_argument("--rejected-topic", metavar="NAME", help="topic for rejected input, without the prefix (default: rejected)")
-    parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: .runtime/checkpoints/skeleton)")
+    parser.add_argument("--realm", action="append", metavar="REALM",
+                        help="serve only this realm (repeatable; default: every realm, also those that appear later)")
+    parser.add_argument("--protocol-config", type=Path, metavar="FILE",
+                        help="protocol settings (JSON, as for `pubsub simulate --config`)")
+    parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: .runtime/checkpoints/pipeline)")
+    parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
     parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many input records per batch")
-    parser.add_argument("--available-now", action="store_true", help="process what is in the topic, then stop")
+    parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many records per batch and query")
+    parser.add_argument("--available-now", action="store_true", help="drain every input topic, then stop")
     parser.add_argument("--run-seconds", type=float, metavar="S", help="stop after this many seconds (default: run until stopped)")
 
 
@@ -142,11 +214,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         overrides={
             "kafka_bootstrap": args.bootstrap,
             "spark_master": args.master,
-            "topic_prefix": args.topic_prefix,
-            "input_topic": args.input_topic,
-            "output_topic": args.output_topic,
-            "rejected_topic": args.rejected_topic,
+            "realms": ",".join(args.realm) if args.realm else None,
+            "protocol_config": args.protocol_config,
             "checkpoint_dir": args.checkpoint,
+            "views_partitions": args.views_partitions,
             "trigger_seconds": args.trigger_seconds,
             "max_offsets_per_trigger": args.max_offsets_per_trigger,
         },
@@ -159,12 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="streaming.job", description=__doc__.splitlines()[0])
     add_job_arguments(parser)
     args = parser.parse_args(argv)
-    settings = settings_from_args(args)
-
-    def report(progress: dict[str, Any]) -> None:
-        print(f"batch {progress['batchId']}: {progress['numInputRows']} input rows", flush=True)
-
-    summary = run_job(settings, available_now=args.available_now, run_seconds=args.run_seconds, on_batch=report)
+    summary = run_job(settings_from_args(args), available_now=args.available_now, run_seconds=args.run_seconds,
+                      on_batch=lambda report: print(report.line(), flush=True))
     print(f"job done: {summary.batches} batches, {summary.input_rows} input rows, {summary.seconds:.1f}s", flush=True)
     return 0
 

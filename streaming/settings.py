@@ -62,7 +62,16 @@ class Settings:
     shuffle_partitions: int = 2
     trigger_seconds: float = 1.0
     max_offsets_per_trigger: int | None = None
-    checkpoint_dir: Path = field(default_factory=lambda: runtime_dir() / "checkpoints" / "skeleton")
+    checkpoint_dir: Path = field(default_factory=lambda: runtime_dir() / "checkpoints" / "pipeline")
+    """The job's checkpoints: ``relay/`` (Stage R) and ``subscribers/`` (Stage S) restart independently."""
+    realms: str | None = None
+    """Comma-separated realms the job serves; None: every realm whose topics exist or appear later."""
+    views_partitions: int = 2
+    """Partitions of each ``<realm>.relay-views`` topic: Stage S scales with them."""
+    seam_key: Secret | None = None
+    """Key of the MAC on seam records; None: generated once and kept in the checkpoint folder."""
+    protocol_config: Path | None = None
+    """JSON protocol settings (docs/simulator.md, "Configuration"), the same file `pubsub simulate --config` takes."""
 
     def __post_init__(self) -> None:
         for name in ("input_topic", "output_topic", "rejected_topic"):
@@ -77,7 +86,7 @@ class Settings:
             re.match(r"^[^:,\s]+:\d{1,5}$", part) for part in self.kafka_bootstrap.split(",")
         ):
             raise SettingsError("kafka_bootstrap", self.kafka_bootstrap, "settings", "expected host:port[,host:port]")
-        for name in ("topic_partitions", "shuffle_partitions"):
+        for name in ("topic_partitions", "shuffle_partitions", "views_partitions"):
             if getattr(self, name) < 1:
                 raise SettingsError(name, getattr(self, name), "settings", "must be at least 1")
         if self.trigger_seconds <= 0:
@@ -135,6 +144,12 @@ class Settings:
             )
         return options
 
+    def realm_list(self) -> list[str] | None:
+        """The realms named by ``realms``, or None for all."""
+        if not self.realms:
+            return None
+        return [r.strip() for r in self.realms.split(",") if r.strip()]
+
     def describe(self) -> dict[str, str]:
         """A printable view (secrets masked)."""
         return {f.name: str(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -146,9 +161,9 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     try:
         if raw is None:
             return None
-        if name == "kafka_sasl_password":
+        if name in ("kafka_sasl_password", "seam_key"):
             return raw if isinstance(raw, Secret) else Secret(str(raw))
-        if name == "checkpoint_dir":
+        if name in ("checkpoint_dir", "protocol_config"):
             return Path(raw)
         if "int" in str(kind):
             return int(raw)

@@ -11,8 +11,11 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.errors import JarsMissingError
@@ -75,14 +78,42 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
     return conf
 
 
-def build_spark(settings: Settings, app_name: str = "rfc0160-pubsub", ui: bool = False) -> SparkSession:
-    """A session configured as above (or the active one, whose static confs then cannot change)."""
+@contextlib.contextmanager
+def _output_to(log_file: Path | None) -> Iterator[None]:
+    """While the JVM starts, point this process's stdout and stderr at ``log_file``: the JVM (and the Python
+    workers it starts, whose per-UDF lines are plain prints) inherit it, while our own output stays on the
+    console once the descriptors are restored."""
+    if log_file is None:
+        yield
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(log_file, "ab") as target:
+        os.dup2(target.fileno(), 1)
+        os.dup2(target.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+def build_spark(
+    settings: Settings, app_name: str = "rfc0160-pubsub", ui: bool = False, log_file: Path | None = None
+) -> SparkSession:
+    """A session configured as above (or the active one, whose static confs then cannot change); with
+    ``log_file``, Spark's and its Python workers' console output goes to that file."""
     prepare_environment()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
     for key, value in spark_conf(settings, app_name, ui).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _output_to(log_file):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("PUBSUB_SPARK_LOG_LEVEL", "WARN"))
     return spark

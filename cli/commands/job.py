@@ -13,10 +13,12 @@ def register(subparsers: Any) -> None:
 
     parser = subparsers.add_parser(
         "job",
-        help="run the streaming job (Kafka -> transformWithState -> Kafka)",
+        help="run the protocol job (Kafka -> Stage R -> relay-views -> Stage S -> Kafka)",
         description=(
-            "Run the Spark job: read the input topic, keep per-key state with transformWithState on RocksDB, write "
-            "one output record per input (bad input goes to the rejected topic). It resumes from its checkpoint."
+            "Run the Spark job: read every realm's input topics (<realm>.genesis|upward|horizontal|extrinsics|blocks), "
+            "run the relay chain per realm (Stage R) and every subscriber (Stage S) in transformWithState on RocksDB, "
+            "and write <realm>.updates|events|rejected|pov|seals. It resumes from its checkpoints. One line per "
+            "micro-batch: rows in, records out per topic, relay height per realm, lag."
         ),
     )
     add_job_arguments(parser)
@@ -29,9 +31,10 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     console.print(f"Starting the job on {settings.spark_master}, checkpoint {settings.checkpoint_dir}")
 
-    def report(progress: dict[str, Any]) -> None:
-        console.print(f"batch {progress['batchId']}: {progress['numInputRows']} input rows")
-
-    summary = run_job(settings, available_now=args.available_now, run_seconds=args.run_seconds, on_batch=report)
-    console.print(f"Job done: {summary.batches} batches, {summary.input_rows} input rows in {summary.seconds:.1f}s.")
+    summary = run_job(settings, available_now=args.available_now, run_seconds=args.run_seconds,
+                      on_batch=lambda report: console.print(report.line(), highlight=False))
+    out = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.records_out.items()) if n) or "no records"
+    heights = ", ".join(f"{realm} {n}" for realm, n in sorted(summary.heights.items()))
+    console.print(f"Job done: {summary.batches} batches, {summary.input_rows} input rows, {out}"
+                  + (f"; relay height {heights}" if heights else "") + f" in {summary.seconds:.1f}s.")
     return 0

@@ -13,6 +13,8 @@ from typing import Any
 
 from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.envelope import KeyRegistry
+from pubsub_core.envelope.keys import para_id, public_key
+from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
 from pubsub_core.stages.errors import IngestError
 
@@ -44,13 +46,29 @@ class GenesisRecord:
     def to_json(self) -> dict[str, object]:
         return {"registry": self.registry.to_json(), **self.genesis.to_json()}
 
+    def digest(self) -> bytes:
+        """Blake2-256 of the record's canonical JSON: what the ``trusted_genesis`` setting pins."""
+        return blake2_256(canonical_json(self.to_json()).encode())
+
     @classmethod
     def from_json(cls, body: object) -> GenesisRecord:
-        if not isinstance(body, dict) or not isinstance(body.get("registry", {}), dict):
-            raise ValueError("a genesis value is a JSON object with a registry object")
-        if not all(isinstance(body.get(name, {}), dict) for name in ("endowments", "para_managers")):
+        """Strict: a registry (``KeyRegistry.from_json``), endowments ``{"0x<account>": u128}`` and para
+        managers ``{"<para u32>": "0x<account>"}``, nothing else; ``ValueError`` otherwise (never another
+        exception, whatever the JSON)."""
+        if not isinstance(body, dict):
+            raise ValueError("a genesis value is a JSON object")
+        unknown = sorted(set(body) - {"registry", "endowments", "para_managers"})
+        if unknown:
+            raise ValueError(f"unknown genesis fields {unknown[:3]}")
+        endowments, managers = body.get("endowments", {}), body.get("para_managers", {})
+        if not isinstance(endowments, dict) or not isinstance(managers, dict):
             raise ValueError("endowments and para_managers are JSON objects")
-        return cls(KeyRegistry.from_json(body.get("registry", {})), Genesis.from_json(body))
+        for amount in endowments.values():
+            if type(amount) is not int or not 0 <= amount < 1 << 128:
+                raise ValueError(f"an endowment is an integer in [0, 2^128), got {str(amount)[:40]}")
+        genesis = Genesis(tuple((public_key(account), amount) for account, amount in endowments.items()),
+                          tuple((para_id(para), public_key(manager)) for para, manager in managers.items()))
+        return cls(KeyRegistry.from_json(body.get("registry", {})), genesis)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,23 +100,37 @@ def split_topic(topic: str) -> tuple[str, str]:
     return realm, stream
 
 
+_RECORD_FIELDS = {"stream": str, "origin": str, "position": int, "value": str}
+
+
+def _input_record(body: object) -> InputRecord:
+    """An ``InputRecord`` from its JSON, strictly: exactly its four fields, strings where strings belong, and a
+    position that is an integer (not a boolean, a float or a string) in [0, 2^64); ``ValueError`` otherwise."""
+    if not isinstance(body, dict):
+        raise ValueError(f"expected a JSON object, got {type(body).__name__}")
+    if set(body) != set(_RECORD_FIELDS):
+        raise ValueError(f"expected the fields {sorted(_RECORD_FIELDS)}, got {sorted(body)[:6]}")
+    for name, kind in _RECORD_FIELDS.items():
+        if type(body[name]) is not kind:
+            raise ValueError(f"{name} must be a JSON {'integer' if kind is int else 'string'}")
+    if not 0 <= body["position"] < 1 << 64:
+        raise ValueError(f"position {str(body['position'])[:40]} is not a u64")
+    return InputRecord(body["stream"], body["origin"], body["position"], unhex_0x(body["value"]))
+
+
 def decode_value(realm: str, stream: str, key: str, value: object) -> InputRecord | GenesisRecord:
-    """Decode a value of ``stream``; ``IngestError`` (``MalformedRecord`` or ``KeyMismatch``) if it is not one."""
+    """Decode a value of ``stream``; ``IngestError`` (``MalformedRecord`` or ``KeyMismatch``) if it is not one,
+    whatever the JSON (wrong types, huge, negative or fractional numbers, bad hex)."""
     try:
         decoded: InputRecord | GenesisRecord
         if stream == "genesis":
             decoded = GenesisRecord.from_json(value)
         else:
-            decoded = InputRecord.from_json(value)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise IngestError("MalformedRecord", f"not a {stream} value: {type(exc).__name__}: {exc}") from exc
-    if isinstance(decoded, InputRecord):
-        if decoded.stream != stream or decoded.origin != key:
-            raise IngestError(
-                "KeyMismatch", f"record {decoded.record_id} on topic {realm}.{stream} with key {key!r}"
-            )
-        if decoded.position < 0:
-            raise IngestError("MalformedRecord", f"negative position {decoded.position}")
+            decoded = _input_record(value)
+    except ValueError as exc:
+        raise IngestError("MalformedRecord", f"not a {stream} value: {exc}") from exc
+    if isinstance(decoded, InputRecord) and (decoded.stream != stream or decoded.origin != key):
+        raise IngestError("KeyMismatch", f"record {decoded.record_id} on topic {realm}.{stream} with key {key!r}")
     return decoded
 
 
@@ -146,7 +178,9 @@ class RelayView:
     ``nodes`` prove, against ``relay_root``, every key the subscriber had declared before this block (main-trie
     paths to its publishers' child roots and child-trie paths to its keys); the subscriber's collator prunes
     them. ``dmq_sizes`` / ``hrmp_sizes`` are its pending inbound message sizes in into_abridged order;
-    ``calls`` the subscriber calls this block included, applied after the proof.
+    ``calls`` the subscriber calls this block included, applied after the proof. ``previous`` is the number
+    of the block of this subscriber's previous view (None for its first), so Stage S can apply views in order
+    and recognise a replay whatever the seam delivers.
     """
 
     realm: str
@@ -159,9 +193,11 @@ class RelayView:
     hrmp_sizes: tuple[int, ...]
     nodes: tuple[bytes, ...]
     calls: tuple[ForwardedCall, ...]
+    previous: int | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
+            "previous": self.previous,
             "realm": self.realm,
             "subscriber": self.subscriber,
             "number": self.number,
@@ -181,6 +217,7 @@ class RelayView:
             unhex_0x(body["relay_root"]), int(body["max_pov_size"]), tuple(int(s) for s in body["dmq_sizes"]),
             tuple(int(s) for s in body["hrmp_sizes"]), tuple(unhex_0x(n) for n in body["nodes"]),
             tuple(ForwardedCall.from_json(c) for c in body["calls"]),
+            None if body.get("previous") is None else int(body["previous"]),
         )
 
 

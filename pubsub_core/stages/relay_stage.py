@@ -227,12 +227,13 @@ class RelayStage:
             if isinstance(call, SetSubscriptions):
                 changes.append((subscriber, call))
         out.append(OutputRecord(f"{realm}.seals", str(number), f"seal/{number}", result.seal.to_json()))
-        views = self._views(header, result.seal.relay_root, book.subscriptions(self.config.subscriber), calls)
+        views = self._views(book, header, result.seal.relay_root, book.subscriptions(self.config.subscriber), calls)
         for subscriber, change in changes:
             book.set_subscriptions(subscriber, change)
         return RelayStep(number, tuple(out), views)
 
-    def _views(self, header: BlockHeader, relay_root: bytes, declared: dict[int, dict[int, tuple[bytes, ...]]],
+    def _views(self, book: _Book, header: BlockHeader, relay_root: bytes,
+               declared: dict[int, dict[int, tuple[bytes, ...]]],
                calls: dict[int, list[ForwardedCall]]) -> tuple[RelayView, ...]:
         """Each subscriber's view of the state after this block (the relay parent of its next block)."""
         subscribers = sorted(set(declared) | set(calls))
@@ -251,8 +252,9 @@ class RelayStage:
                 views.append(RelayView(
                     self.realm, subscriber, header.number, header.hash, relay_root, header.max_pov_size,
                     tuple(pending.downward_sizes()), tuple(pending.horizontal_sizes()), tuple(nodes),
-                    tuple(calls.get(subscriber, ())),
+                    tuple(calls.get(subscriber, ())), book.last_view(subscriber),
                 ))
+                book.set_last_view(subscriber, header.number)
         finally:
             txn.rollback()
         return tuple(views)
@@ -270,6 +272,7 @@ class _Book:
     INCLUDED = "simulator.Included"  # slot -> u64 LE last included position
     WAITING = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
     SUBSCRIPTIONS = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
+    LAST_VIEW = "simulator.LastView"  # u32 BE subscriber -> u64 BE block of its latest view
 
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn
@@ -329,6 +332,14 @@ class _Book:
             if isinstance(call, SetSubscriptions):
                 declared[int.from_bytes(raw_subscriber, "big")] = call.mapping()
         return declared
+
+    def last_view(self, subscriber: int) -> int | None:
+        """The block of the subscriber's latest view (its next view's ``previous``)."""
+        raw = self.txn.get(self.LAST_VIEW, subscriber.to_bytes(4, "big"))
+        return None if raw is None else int.from_bytes(raw, "big")
+
+    def set_last_view(self, subscriber: int, number: int) -> None:
+        self.txn.put(self.LAST_VIEW, subscriber.to_bytes(4, "big"), number.to_bytes(8, "big"))
 
     def set_subscriptions(self, subscriber: int, call: SetSubscriptions) -> None:
         self.txn.put(self.SUBSCRIPTIONS, subscriber.to_bytes(4, "big"), call.encode())

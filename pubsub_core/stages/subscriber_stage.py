@@ -3,11 +3,13 @@ then the block's subscriber calls, committed once; emits updates, pallet events 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
 from pubsub_core.errors import PubSubError
+from pubsub_core.relay import canonical_json
 from pubsub_core.subscriber import (
     BlockContext,
     PalletEvent,
@@ -26,7 +28,21 @@ from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import OutputRecord, RelayView, SubscriberCallFailed
 
-__all__ = ["SubscriberStage", "ViewProver"]
+__all__ = ["SubscriberStage", "ViewConflictError", "ViewProver"]
+
+VIEW_WINDOW = 1024
+"""How many applied views' digests Stage S remembers to recognise a replay (a crash replays a few batches)."""
+
+
+class ViewConflictError(StageError):
+    """A view for a block this subscriber already applied, with other bytes: never applied, reported."""
+
+    def __init__(self, subscriber: int, number: int, reason: str, detail: str) -> None:
+        super().__init__(f"subscriber {subscriber}, view of block {number}: {detail}")
+        self.subscriber = subscriber
+        self.number = number
+        self.reason = reason
+        self.detail = detail
 
 
 class ViewProver:
@@ -51,6 +67,41 @@ class SubscriberStage:
         self.subscriber = subscriber
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
+
+    def receive(self, view: RelayView, digest: bytes) -> list[OutputRecord]:
+        """A view as the seam delivers it (at least once, possibly out of order): applied once, in ``previous``
+        order. A replay of an applied view (same ``digest``) is skipped; one with other bytes, or one too old to
+        check, raises ``ViewConflictError`` and changes nothing. A view whose predecessor has not been applied
+        yet waits in the stage's state. Returns the outputs of every view this one let through, in order."""
+        ledger = _ViewLedger(StateTransaction(self.backend))
+        last = ledger.last()
+        if last is not None and view.number <= last:
+            known = ledger.digest(view.number)
+            if known == digest:
+                return []
+            reason, detail = (("ViewConflict", "differs from the applied view of that block") if known is not None
+                              else ("ViewTooOld", f"older than the {VIEW_WINDOW} views remembered"))
+            raise ViewConflictError(self.subscriber, view.number, reason, detail)
+        if view.previous != last:
+            parked = ledger.parked(view.previous)
+            if parked is not None and parked[1] != digest:
+                raise ViewConflictError(self.subscriber, view.number, "ViewConflict",
+                                        "differs from a waiting view after the same predecessor")
+            ledger.park(view, digest)
+            ledger.txn.commit()
+            return []
+        out: list[OutputRecord] = []
+        ready: tuple[RelayView, bytes] | None = (view, digest)
+        while ready is not None:
+            current, current_digest = ready
+            out += self.step(current)
+            ledger = _ViewLedger(StateTransaction(self.backend))
+            ledger.applied(current.number, current_digest)
+            ready = ledger.parked(current.number)
+            if ready is not None:
+                ledger.unpark(current.number)
+            ledger.txn.commit()
+        return out
 
     def step(self, view: RelayView) -> list[OutputRecord]:
         """One parachain block built on the view's relay block: updates, then events, then the PoV record."""
@@ -92,3 +143,44 @@ class SubscriberStage:
 
     def _event(self, event: PalletEvent) -> OutputRecord:
         return OutputRecord(f"{self.realm}.events", str(self.subscriber), event.id, event.to_json())
+
+
+class _ViewLedger:
+    """Stage S's record of the views it applied (namespaces ``stage.*``): the last one, the digests of the
+    latest ``VIEW_WINDOW``, and views waiting for their predecessor (keyed by it)."""
+
+    LAST = "stage.LastView"  # value: u64 BE block number
+    DIGESTS = "stage.ViewDigests"  # u64 BE block number -> 32-byte digest
+    PARKED = "stage.ParkedViews"  # u64 BE predecessor + 1 (0: none) -> digest ‖ view JSON
+
+    def __init__(self, txn: StateTransaction) -> None:
+        self.txn = txn
+
+    def last(self) -> int | None:
+        raw = self.txn.get_value(self.LAST)
+        return None if raw is None else int.from_bytes(raw, "big")
+
+    def digest(self, number: int) -> bytes | None:
+        return self.txn.get(self.DIGESTS, number.to_bytes(8, "big"))
+
+    def applied(self, number: int, digest: bytes) -> None:
+        self.txn.set_value(self.LAST, number.to_bytes(8, "big"))
+        self.txn.put(self.DIGESTS, number.to_bytes(8, "big"), digest)
+        if number >= VIEW_WINDOW:
+            self.txn.delete(self.DIGESTS, (number - VIEW_WINDOW).to_bytes(8, "big"))
+
+    @staticmethod
+    def _slot(previous: int | None) -> bytes:
+        return (0 if previous is None else previous + 1).to_bytes(8, "big")
+
+    def parked(self, previous: int | None) -> tuple[RelayView, bytes] | None:
+        raw = self.txn.get(self.PARKED, self._slot(previous))
+        if raw is None:
+            return None
+        return RelayView.from_json(json.loads(raw[32:])), raw[:32]
+
+    def park(self, view: RelayView, digest: bytes) -> None:
+        self.txn.put(self.PARKED, self._slot(view.previous), digest + canonical_json(view.to_json()).encode())
+
+    def unpark(self, previous: int | None) -> None:
+        self.txn.delete(self.PARKED, self._slot(previous))

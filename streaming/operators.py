@@ -1,0 +1,231 @@
+"""The job's two stateful operators: rows in, stage calls, rows out. The protocol is in pubsub_core.stages.
+
+``RelayOperator`` (transformWithState keyed by realm) feeds each input record to the realm's ``RelayStage``
+and emits its output records plus one seam record per subscriber view (``<realm>.relay-views``, key: the
+subscriber). ``SubscriberOperator`` (keyed by realm and subscriber) checks each seam record's MAC, decodes the
+view and hands it to ``SubscriberStage.receive``, which applies views once and in order. Both keep every byte
+of their state in the key's MapState (``state.spark.SparkStateBackend``, pages written once per batch).
+
+``relay_rows`` and ``subscriber_rows`` are plain functions over any ``StateBackend``, so they are tested
+without Spark; the processor classes only adapt Spark's rows and handles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pubsub_core.relay import canonical_json
+from pubsub_core.stages import (
+    OutputRecord,
+    RelayStage,
+    RelayView,
+    SimOutcome,
+    SimulatorConfig,
+    SubscriberStage,
+    ingest_record,
+)
+from pubsub_core.stages.subscriber_stage import ViewConflictError
+from pubsub_core.stages.topics import VIEWS, topic
+from state import StateBackend
+
+__all__ = [
+    "OUTPUT_SCHEMA",
+    "KafkaRow",
+    "OutRow",
+    "RelayOperator",
+    "SubscriberOperator",
+    "relay_rows",
+    "seam_record",
+    "subscriber_rows",
+]
+
+OUTPUT_SCHEMA = "topic string, key string, value string, headers array<struct<key:string,value:binary>>"
+
+NAMESPACE_PAGES = 16
+"""Pages per state namespace: a batch loads and writes only the pages it touches (one MapState call each)."""
+
+MAX_RECORD_BYTES = 15 * 1024 * 1024
+"""An output record above this is replaced by a ``RecordTooLarge`` rejection (topics allow 16 MiB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaRow:
+    """One Kafka record as an operator sees it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class OutRow:
+    """One record for the Kafka sink: topic, key, value (canonical JSON) and the ``id`` header."""
+
+    topic: str
+    key: str
+    value: str
+    id: str
+
+
+def _out(record: OutputRecord) -> OutRow:
+    return OutRow(record.topic, record.key, canonical_json(dict(record.value)), record.id)
+
+
+def _bounded(row: OutRow, realm: str) -> OutRow:
+    """The row, or a typed rejection in its place if it is larger than a topic takes."""
+    size = len(row.value.encode())
+    if size <= MAX_RECORD_BYTES:
+        return row
+    outcome = SimOutcome(None, row.id, "rejected", "RecordTooLarge", f"{size} bytes exceed {MAX_RECORD_BYTES}")
+    return _out(OutputRecord(topic(realm, "rejected"), row.key, f"too-large/{row.id}", outcome.to_json()))
+
+
+def seam_mac(seam_key: bytes, body: str) -> str:
+    """Keyed Blake2b over a view's canonical JSON: the seam topic is as untrusted as any other, and only the
+    job's Stage R holds the key."""
+    return hashlib.blake2b(body.encode(), key=seam_key, digest_size=32).hexdigest()
+
+
+def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
+    """A view as a record of ``<realm>.relay-views``: ``{"mac": ..., "view": ...}``."""
+    body = canonical_json(view.to_json())
+    value = '{"mac":"' + seam_mac(seam_key, body) + '","view":' + body + "}"
+    return OutRow(topic(view.realm, VIEWS), str(view.subscriber), value, f"view/{view.subscriber}/{view.number}")
+
+
+def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
+               seam_key: bytes) -> list[OutRow]:
+    """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
+    stage = RelayStage(realm, config, backend)
+    out: list[OutRow] = []
+    for row in sorted(rows, key=lambda r: (r.topic, r.partition, r.offset)):
+        parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
+        if isinstance(parsed, OutputRecord):
+            out.append(_out(parsed))
+            continue
+        immediate, steps = stage.feed(parsed)
+        out += [_out(r) for r in immediate]
+        for step in steps:
+            out += [_out(r) for r in step.outputs]
+            out += [seam_record(view, seam_key) for view in step.views]
+    return [_bounded(row, realm) for row in out]
+
+
+def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutRow:
+    log_id = f"{row.topic}@{row.partition}:{row.offset}"
+    outcome = SimOutcome(None, log_id, "rejected", reason, detail[:200])
+    key = "" if row.key is None else row.key.decode("utf-8", "replace")
+    return _out(OutputRecord(topic(realm, "rejected"), key, f"seam/{log_id}", outcome.to_json()))
+
+
+def _parse_view(row: KafkaRow, seam_key: bytes) -> tuple[RelayView, bytes]:
+    """The view of a seam record and its digest; ValueError (with a reason prefix) if forged or malformed."""
+    try:
+        record = json.loads(row.value or b"")
+        body = canonical_json(record["view"])
+        mac = record["mac"]
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise ValueError(f"MalformedView: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(mac, str) or not hmac.compare_digest(mac, seam_mac(seam_key, body)):
+        raise ValueError("ForgedView: the MAC does not match the job's seam key")
+    try:
+        view = RelayView.from_json(record["view"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"MalformedView: {type(exc).__name__}: {exc}") from exc
+    return view, hashlib.blake2b(body.encode(), digest_size=32).digest()
+
+
+def subscriber_rows(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
+                    config: SimulatorConfig, seam_key: bytes) -> list[OutRow]:
+    """One micro-batch of a subscriber's seam records through Stage S, in (partition, offset) order."""
+    out: list[OutRow] = []
+    stage: SubscriberStage | None = None
+    for row in sorted(rows, key=lambda r: (r.partition, r.offset)):
+        try:
+            view, digest = _parse_view(row, seam_key)
+        except ValueError as exc:
+            reason, _, detail = str(exc).partition(": ")
+            out.append(_seam_rejection(realm, row, reason, detail))
+            continue
+        if view.realm != realm or str(view.subscriber) != subscriber:
+            out.append(_seam_rejection(realm, row, "MisroutedView", f"a view for {view.realm}/{view.subscriber}"))
+            continue
+        if stage is None:
+            stage = SubscriberStage(realm, view.subscriber, config.subscriber, backend)
+        try:
+            out += [_out(r) for r in stage.receive(view, digest)]
+        except ViewConflictError as exc:
+            out.append(_seam_rejection(realm, row, exc.reason, exc.detail))
+    return [_bounded(row, realm) for row in out]
+
+
+def _kafka_rows(rows: Iterator[Any]) -> list[KafkaRow]:
+    return [
+        KafkaRow(r.topic, r.partition, r.offset, None if r.key is None else bytes(r.key),
+                 None if r.value is None else bytes(r.value))
+        for r in rows
+    ]
+
+
+def _spark_rows(rows: Sequence[OutRow]) -> Iterator[Any]:
+    from pyspark.sql import Row
+
+    for row in rows:
+        yield Row(topic=row.topic, key=row.key, value=row.value, headers=[Row(key="id", value=row.id.encode())])
+
+
+class _Operator:
+    """What both processors share: the pages MapState, a deferred-write backend per key and batch."""
+
+    def __init__(self, config: SimulatorConfig, seam_key: bytes) -> None:
+        self.config = config
+        self.seam_key = seam_key
+
+    def init(self, handle: Any) -> None:
+        from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME
+
+        self.pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
+
+    def _backend(self) -> Any:
+        from state.spark import SparkStateBackend
+
+        return SparkStateBackend(self.pages, default_pages=NAMESPACE_PAGES, defer_writes=True)
+
+    def close(self) -> None:
+        """Nothing to release: the state handle belongs to Spark."""
+
+    def __str__(self) -> str:
+        return type(self).__name__  # never the seam key
+
+
+def _processor_base() -> type:
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    return StatefulProcessor  # type: ignore[no-any-return]
+
+
+class RelayOperator(_Operator, _processor_base()):  # type: ignore[misc]
+    """Stage R in transformWithState, keyed by realm."""
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        backend = self._backend()
+        out = relay_rows(key[0], _kafka_rows(rows), backend, self.config, self.seam_key)
+        backend.flush()
+        yield from _spark_rows(out)
+
+
+class SubscriberOperator(_Operator, _processor_base()):  # type: ignore[misc]
+    """Stage S in transformWithState, keyed by (realm, subscriber)."""
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        backend = self._backend()
+        out = subscriber_rows(key[0], key[1], _kafka_rows(rows), backend, self.config, self.seam_key)
+        backend.flush()
+        yield from _spark_rows(out)

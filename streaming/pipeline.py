@@ -1,0 +1,151 @@
+"""The protocol job: two streaming queries joined by Kafka.
+
+Query R reads every realm's input topics (``subscribePattern``, so a realm whose topics appear later is picked
+up), groups by realm and runs ``RelayOperator``; it writes the relay's outputs and the seam records
+(``<realm>.relay-views``). Query S reads the seam topics, groups by (realm, subscriber) and runs
+``SubscriberOperator``; it writes updates, subscriber events and PoV records. Each query has its own
+checkpoint (``relay/``, ``subscribers/``), so each half restarts on its own, and Stage S scales with the
+partitions of the seam topics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pubsub_core.stages import SimulatorConfig
+from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
+from streaming.settings import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = [
+    "KAFKA_LIMITS",
+    "QueryNames",
+    "build_relay_query",
+    "build_subscriber_query",
+    "load_protocol_config",
+    "seam_key",
+]
+
+FETCH_BYTES = 64 * 1024 * 1024
+KAFKA_LIMITS = {
+    # a view or an input may pass Kafka's 1 MB default: read and write records up to the topics' 16 MiB
+    "source": {"kafka.max.partition.fetch.bytes": str(FETCH_BYTES), "kafka.fetch.max.bytes": str(FETCH_BYTES),
+               "kafka.metadata.max.age.ms": "2000"},
+    "sink": {"kafka.max.request.size": str(32 * 1024 * 1024), "kafka.compression.type": "lz4", "kafka.acks": "all",
+             "kafka.linger.ms": "5"},
+}
+
+
+@dataclass(frozen=True)
+class QueryNames:
+    relay: str = "pubsub-relay"
+    subscribers: str = "pubsub-subscribers"
+
+
+def seam_key(settings: Settings) -> bytes:
+    """The seam MAC key: from the settings, else made once and kept beside the checkpoints (mode 0600)."""
+    if settings.seam_key is not None:
+        return settings.seam_key.reveal().encode()
+    path = settings.checkpoint_dir / "seam.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+    return path.read_text().strip().encode()
+
+
+def load_protocol_config(path: Path | None) -> SimulatorConfig:
+    """The protocol settings file (the same JSON `pubsub simulate --config` reads), or the defaults."""
+    if path is None:
+        return SimulatorConfig()
+    return SimulatorConfig.from_json(json.loads(path.read_text()))
+
+
+def _source(spark: SparkSession, settings: Settings, pattern: str) -> DataFrame:
+    reader = spark.readStream.format("kafka").options(**settings.spark_kafka_options(), **KAFKA_LIMITS["source"])
+    reader = reader.option("subscribePattern", pattern).option("startingOffsets", "earliest")
+    reader = reader.option("failOnDataLoss", "true")
+    if settings.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    return reader.load()
+
+
+def _observed(out: DataFrame, name: str) -> DataFrame:
+    """Per-batch counts of records out per topic kind, and the sealed heights (``realm:number``)."""
+    from pyspark.sql import functions as F
+
+    kind = F.substring_index("topic", ".", -1)
+    counts = [F.count_if(kind == k).alias(k) for k in (*OUTPUTS, VIEWS)]
+    heights = F.collect_set(F.when(kind == "seals", F.concat(F.substring_index("topic", ".", 1), F.lit(":"), "key")))
+    return out.observe(name, *counts, heights.alias("heights"))
+
+
+def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, available_now: bool) -> StreamingQuery:
+    writer = (
+        out.writeStream.format("kafka")
+        .options(**settings.spark_kafka_options(), **KAFKA_LIMITS["sink"])
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("update")
+        .queryName(name)
+    )
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
+        processingTime=f"{settings.trigger_seconds} seconds")
+    return writer.start()
+
+
+def build_relay_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
+                      available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
+    """Query R: every input topic of the served realms -> Stage R -> outputs and seam records."""
+    from pyspark.sql import functions as F
+
+    from streaming.operators import OUTPUT_SCHEMA, RelayOperator
+
+    realms = settings.realm_list()
+    pattern = INPUT_TOPIC_PATTERN if realms is None else realm_pattern(realms, INPUTS)
+    rows = _source(spark, settings, pattern).select(
+        F.regexp_extract("topic", r"^(.*)\.[^.]+$", 1).alias("realm"), "topic", "partition", "offset", "key", "value")
+    out = rows.groupBy("realm").transformWithState(
+        statefulProcessor=RelayOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
+        timeMode="None")
+    return _sink(_observed(out, "relay"), settings, settings.checkpoint_dir / "relay", names.relay, available_now)
+
+
+def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
+                           available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
+    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber) -> outputs."""
+    from pyspark.sql import functions as F
+
+    from streaming.operators import OUTPUT_SCHEMA, SubscriberOperator
+
+    realms = settings.realm_list()
+    pattern = VIEWS_TOPIC_PATTERN if realms is None else realm_pattern(realms, (VIEWS,))
+    rows = _source(spark, settings, pattern).select(
+        F.regexp_extract("topic", r"^(.*)\.relay-views$", 1).alias("realm"),
+        F.col("key").cast("string").alias("subscriber"), "topic", "partition", "offset", "key", "value")
+    out = rows.groupBy("realm", "subscriber").transformWithState(
+        statefulProcessor=SubscriberOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
+        timeMode="None")
+    return _sink(_observed(out, "subscribers"), settings, settings.checkpoint_dir / "subscribers",
+                 names.subscribers, available_now)
+
+
+def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:
+    """Realms that have at least one input topic among ``topics`` (and that the settings serve)."""
+    import re
+
+    wanted = settings.realm_list()
+    found = {t.rpartition(".")[0] for t in topics if re.match(INPUT_TOPIC_PATTERN, t)}
+    return sorted(r for r in found if wanted is None or r in wanted)
+
+
+ProgressCallback = Callable[[str, dict[str, Any]], None]
