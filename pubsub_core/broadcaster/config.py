@@ -48,6 +48,12 @@ class BroadcasterConfig:
         return self.db_read_weight
 
     @property
+    def idle_read_weight(self) -> int:
+        """``reads(1)``: charged for each TTL index read of on_idle (a bucket of publishers, or one publisher's
+        TTL keys), so its work stays proportional to what it pays for."""
+        return self.db_read_weight
+
+    @property
     def idle_per_key_weight(self) -> int:
         """``reads_writes(2, 4)``: charged for every scanned TtlData entry, expired or not."""
         return 2 * self.db_read_weight + 4 * self.db_write_weight

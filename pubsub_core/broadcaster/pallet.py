@@ -8,9 +8,9 @@ differ, and without the reference bugs of §5.2 items 9 to 12 (docs/decisions.md
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import insort
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from hashlib import blake2b
 
 from state import StateTransaction
@@ -64,6 +64,12 @@ _SIZE = "broadcaster.TotalStorageSize"
 _TTL = "broadcaster.TtlData"
 _CURSOR = "broadcaster.TtlScanCursor"
 _COUNT = "broadcaster.PublisherCount"
+_TTL_KEYS = "broadcaster.TtlKeys"
+"""Per publisher, its keys that have a ``TtlData`` entry (bounded by ``MaxStoredKeys``): on_idle's second level."""
+_TTL_INDEX = "broadcaster.TtlIndex"
+"""Bucket (first byte of ``twox64(para)``) → the sorted ``Twox64Concat(para)`` keys of the publishers in that
+bucket with a ``TtlData`` entry: on_idle's first level, so it walks ``TtlData`` in key order without a scan."""
+_PARA_KEY_LEN = 12
 
 
 def _para(para_id: int) -> bytes:
@@ -89,6 +95,12 @@ def _split_ttl_key(raw: bytes) -> tuple[int, bytes]:
     return int.from_bytes(raw[8:12], "little"), raw[28:]
 
 
+def _split_index(raw: bytes | None) -> list[bytes]:
+    if raw is None:
+        return []
+    return [raw[i : i + _PARA_KEY_LEN] for i in range(0, len(raw), _PARA_KEY_LEN)]
+
+
 def _encode_keys(keys: Iterable[bytes]) -> bytes:
     ordered = sorted(keys)
     return encode_compact(len(ordered)) + b"".join(ordered)
@@ -110,6 +122,24 @@ class IdleResult:
 
     events: tuple[BroadcasterEvent, ...]
     consumed_weight: int
+
+
+@dataclass
+class _IdleScan:
+    """One on_idle run's progress: weight consumed against its limit, entries scanned, events, last entry."""
+
+    consumed: int
+    limit: int
+    scans: int = 0
+    last: bytes | None = None
+    events: list[BroadcasterEvent] = field(default_factory=list)
+
+    def pay(self, weight: int) -> bool:
+        """Consume ``weight`` if the limit allows it; False (nothing consumed) otherwise."""
+        if self.consumed + weight > self.limit:
+            return False
+        self.consumed += weight
+        return True
 
 
 class Broadcaster:
@@ -145,6 +175,8 @@ class Broadcaster:
 
     @staticmethod
     def publisher_count(txn: StateTransaction) -> int:
+        """How many publishers are registered: what ``MaxPublishers`` limits (system paras publishing without
+        registration are not counted, seed 002)."""
         raw = txn.get_value(_COUNT)
         return 0 if raw is None else int.from_bytes(raw, "little")
 
@@ -234,6 +266,17 @@ class Broadcaster:
             self._ensure_manager(txn, who, para_id)
             return [KeysDeleted(para_id, self._delete_keys(txn, para_id, keys))]
 
+    def delete_own_keys(self, txn: StateTransaction, para_id: int, keys: Sequence[bytes]) -> list[BroadcasterEvent]:
+        """The para itself (a para origin, seed 002 "Parachain self-deletion"): delete some of its own keys.
+
+        Open to a registered publisher and to a system para publishing without registration, which has no
+        manager to call ``delete_keys`` for it; any other para is ``NotRegistered``.
+        """
+        with txn.atomic():
+            if self.publisher_info(txn, para_id) is None and not self.config.is_system_para(para_id):
+                raise NotRegistered(para_id)
+            return [KeysDeleted(para_id, self._delete_keys(txn, para_id, keys))]
+
     def force_delete_keys(self, txn: StateTransaction, para_id: int, keys: Sequence[bytes]) -> list[BroadcasterEvent]:
         """Root: delete keys of a registered publisher or of an unregistered system para (bug 10 fixed)."""
         with txn.atomic():
@@ -247,8 +290,9 @@ class Broadcaster:
         """Store ``PublishedEntry{value, ttl, now}`` under ``key`` in the para's child trie (``Publish`` trait).
 
         Checks in order: registered or system para (``NotRegistered``), value length (``ValueTooLarge``),
-        key count for a new key (``TooManyKeys``), total size (``TotalStorageSizeExceeded``), and for a
-        para that becomes a publisher without registration, ``MaxPublishers`` (``TooManyPublishers``).
+        key count for a new key (``TooManyKeys``), total size (``TotalStorageSizeExceeded``). A system para
+        needs no registration and is not counted toward ``MaxPublishers`` (seed 002); its data is still tracked
+        (``PublisherExists``), so cleanup, ``force_delete_keys`` and offboarding reach it (bug 10).
         """
         if len(key) != KEY_LEN:
             raise ValueError(f"published keys are {KEY_LEN} bytes, got {len(key)}")
@@ -267,9 +311,6 @@ class Broadcaster:
             new_total = self.total_storage_size(txn, para_id) - old_size + KEY_LEN + len(value)
             if new_total > cfg.max_total_storage_size:
                 raise TotalStorageSizeExceeded(para_id, new_total, cfg.max_total_storage_size)
-            was_counted = registered or self.publisher_exists(txn, para_id)
-            if not was_counted and self.publisher_count(txn) >= cfg.max_publishers:
-                raise TooManyPublishers(para_id, cfg.max_publishers)
             txn.put(_EXISTS, _para(para_id), b"\x01")
             txn.put(CHILD_NAMESPACE, child_data_key(para_id, key), PublishedEntry(value, ttl, now).encode())
             keys.add(key)
@@ -279,49 +320,63 @@ class Broadcaster:
                 txn.delete(_TTL, ttl_storage_key(para_id, key))
             else:
                 txn.put(_TTL, ttl_storage_key(para_id, key), encode_u32(ttl) + encode_u32(now))
-            if not was_counted:
-                self._add_count(txn, 1)
+            self._track_ttl(txn, para_id, key, finite=ttl != 0)
             return [DataPublished(para_id, 1)]
 
     # -- hooks -----------------------------------------------------------------------------------
     def on_idle(self, txn: StateTransaction, now: int, remaining_weight: int) -> IdleResult:
         """Delete expired keys (``now >= when_inserted + ttl``, saturating) in TtlData key order.
 
-        Scans at most ``max_ttl_scans_per_idle`` entries and only as many as ``remaining_weight`` pays for;
-        resumes strictly after ``TtlScanCursor``; at the end of the map it kills the cursor, so the next
-        run wraps to the beginning.
+        Resumes strictly after ``TtlScanCursor`` and walks the two-level TTL index (``TtlIndex`` buckets, then
+        each publisher's ``TtlKeys``) instead of loading ``TtlData``: every index read is charged
+        ``idle_read_weight`` and every scanned entry ``idle_per_key_weight``, so the work done is what was
+        paid for. Scans at most ``max_ttl_scans_per_idle`` entries; at the end of the map it kills the cursor,
+        so the next run wraps to the beginning.
         """
         cfg = self.config
         if remaining_weight < cfg.idle_base_weight:
             return IdleResult((), 0)
         with txn.atomic():
-            consumed = cfg.idle_base_weight
-            ordered = sorted(txn.items(_TTL).items())
+            scan = _IdleScan(cfg.idle_base_weight, remaining_weight)
             cursor = txn.get_value(_CURSOR)
-            position = 0 if cursor is None else bisect_right([k for k, _ in ordered], cursor)
-            events: list[BroadcasterEvent] = []
-            last: bytes | None = None
-            scans = 0
-            while scans < cfg.max_ttl_scans_per_idle:
-                if consumed + cfg.idle_per_key_weight > remaining_weight:
-                    break
-                if position >= len(ordered):
-                    txn.set_value(_CURSOR, None)
-                    return IdleResult(tuple(events), consumed)
-                raw_key, raw_value = ordered[position]
-                position += 1
-                last = raw_key
-                consumed += cfg.idle_per_key_weight
-                scans += 1
-                ttl = int.from_bytes(raw_value[:4], "little")
-                when = int.from_bytes(raw_value[4:8], "little")
-                if now >= min(when + ttl, U32_MAX):
-                    para_id, key = _split_ttl_key(raw_key)
-                    self._remove_key(txn, para_id, key)
-                    events.append(KeyExpired(para_id, key))
-            if last is not None:
-                txn.set_value(_CURSOR, last)
-            return IdleResult(tuple(events), consumed)
+            finished = self._scan_ttl(txn, scan, cursor, now)
+            if finished:
+                txn.set_value(_CURSOR, None)
+            elif scan.last is not None:
+                txn.set_value(_CURSOR, scan.last)
+            return IdleResult(tuple(scan.events), scan.consumed)
+
+    def _scan_ttl(self, txn: StateTransaction, scan: _IdleScan, cursor: bytes | None, now: int) -> bool:
+        """Walk TtlData in key order from after ``cursor``; True when the end of the map was reached."""
+        cfg = self.config
+        cursor_para = b"" if cursor is None else cursor[:_PARA_KEY_LEN]
+        for bucket in range(0 if cursor is None else cursor[0], 256):
+            if scan.scans >= cfg.max_ttl_scans_per_idle or not scan.pay(cfg.idle_read_weight):
+                return False
+            for para_key in _split_index(txn.get(_TTL_INDEX, bytes((bucket,)))):
+                if para_key < cursor_para:
+                    continue
+                if scan.scans >= cfg.max_ttl_scans_per_idle or not scan.pay(cfg.idle_read_weight):
+                    return False
+                para_id = int.from_bytes(para_key[8:], "little")
+                keys = _decode_keys(txn.get(_TTL_KEYS, para_key[8:]))
+                for raw_key in sorted(ttl_storage_key(para_id, key) for key in keys):
+                    if cursor is not None and raw_key <= cursor:
+                        continue
+                    if scan.scans >= cfg.max_ttl_scans_per_idle or not scan.pay(cfg.idle_per_key_weight):
+                        return False
+                    scan.scans += 1
+                    scan.last = raw_key
+                    raw_value = txn.get(_TTL, raw_key)
+                    if raw_value is None:
+                        continue
+                    ttl = int.from_bytes(raw_value[:4], "little")
+                    when = int.from_bytes(raw_value[4:8], "little")
+                    if now >= min(when + ttl, U32_MAX):
+                        _, key = _split_ttl_key(raw_key)
+                        self._remove_key(txn, para_id, key)
+                        scan.events.append(KeyExpired(para_id, key))
+        return True
 
     def offboard(self, txn: StateTransaction, para_ids: Iterable[int]) -> list[BroadcasterEvent]:
         """Session change (``OnNewSessionOutgoing``): wipe and deregister outgoing paras, in para id order.
@@ -340,15 +395,13 @@ class Broadcaster:
 
     # -- internals -------------------------------------------------------------------------------
     def _register(self, txn: StateTransaction, manager: bytes, deposit: int, para_id: int) -> list[BroadcasterEvent]:
-        counted = self.publisher_exists(txn, para_id)
-        if not counted and self.publisher_count(txn) >= self.config.max_publishers:
+        if self.publisher_count(txn) >= self.config.max_publishers:
             raise TooManyPublishers(para_id, self.config.max_publishers)
         info = PublisherInfo(manager, deposit)
         if deposit:
             Balances.hold(txn, manager, PUBLISHER_DEPOSIT, deposit)
         txn.put(_REGISTERED, _para(para_id), info.encode())
-        if not counted:
-            self._add_count(txn, 1)
+        self._add_count(txn, 1)
         return [PublisherRegistered(para_id, manager)]
 
     def _ensure_manager(self, txn: StateTransaction, who: bytes, para_id: int) -> PublisherInfo:
@@ -368,14 +421,14 @@ class Broadcaster:
             else:
                 Balances.release(txn, info.manager, PUBLISHER_DEPOSIT, info.deposit)
         txn.delete(_REGISTERED, _para(para_id))
-        if not self.publisher_exists(txn, para_id):
-            self._add_count(txn, -1)
+        self._add_count(txn, -1)
         return [PublisherDeregistered(para_id)]
 
     def _wipe(self, txn: StateTransaction, para_id: int) -> list[BroadcasterEvent]:
         for key in _decode_keys(txn.get(_KEYS, _para(para_id))):
             txn.delete(CHILD_NAMESPACE, child_data_key(para_id, key))
             txn.delete(_TTL, ttl_storage_key(para_id, key))
+            self._track_ttl(txn, para_id, key, finite=False)
         self._clear_publisher(txn, para_id)
         return [DataCleanedUp(para_id)]
 
@@ -383,8 +436,6 @@ class Broadcaster:
         """The last key is gone: drop the per-publisher records (bug 12: PublisherExists is cleared too)."""
         for namespace in (_KEYS, _SIZE, _EXISTS):
             txn.delete(namespace, _para(para_id))
-        if self.publisher_info(txn, para_id) is None:
-            self._add_count(txn, -1)
 
     def _delete_keys(self, txn: StateTransaction, para_id: int, keys: Sequence[bytes]) -> int:
         stored = _decode_keys(txn.get(_KEYS, _para(para_id)))
@@ -401,12 +452,43 @@ class Broadcaster:
         keys.discard(key)
         txn.delete(CHILD_NAMESPACE, child_data_key(para_id, key))
         txn.delete(_TTL, ttl_storage_key(para_id, key))
+        self._track_ttl(txn, para_id, key, finite=False)
         if not keys:
             self._clear_publisher(txn, para_id)
             return
         freed = 0 if entry is None else KEY_LEN + len(entry.value)
         txn.put(_KEYS, _para(para_id), _encode_keys(keys))
         txn.put(_SIZE, _para(para_id), encode_u32(max(self.total_storage_size(txn, para_id) - freed, 0)))
+
+    @staticmethod
+    def _track_ttl(txn: StateTransaction, para_id: int, key: bytes, finite: bool) -> None:
+        """Keep ``TtlKeys`` and ``TtlIndex`` in step with ``TtlData``: ``key`` has a finite TTL or not."""
+        keys = _decode_keys(txn.get(_TTL_KEYS, _para(para_id)))
+        if (key in keys) == finite:
+            return
+        had_any = bool(keys)
+        if finite:
+            keys.add(key)
+            txn.put(_TTL_KEYS, _para(para_id), _encode_keys(keys))
+        else:
+            keys.discard(key)
+            if keys:
+                txn.put(_TTL_KEYS, _para(para_id), _encode_keys(keys))
+            else:
+                txn.delete(_TTL_KEYS, _para(para_id))
+        if had_any == bool(keys):
+            return
+        para_key = twox64_concat(_para(para_id))
+        bucket = bytes((para_key[0],))
+        members = _split_index(txn.get(_TTL_INDEX, bucket))
+        if finite:
+            insort(members, para_key)
+        else:
+            members.remove(para_key)
+        if members:
+            txn.put(_TTL_INDEX, bucket, b"".join(members))
+        else:
+            txn.delete(_TTL_INDEX, bucket)
 
     @staticmethod
     def _add_count(txn: StateTransaction, delta: int) -> None:

@@ -386,10 +386,14 @@ class RelayMachine:
                 acc.outcome(record, Status.APPLIED)
 
     def _broadcaster_call(self, txn: StateTransaction, origin: Origin, call: BroadcasterCall) -> list[BroadcasterEvent]:
+        """Dispatch a broadcaster call: force calls from root, the others signed by an account; ``delete_keys``
+        also from the para itself (``para:<id>`` naming its own id; seed 002, "Parachain self-deletion")."""
+        pallet, who, para = self.broadcaster, origin.account, call.para_id
+        if call.kind is CallKind.DELETE_KEYS and origin.kind is OriginKind.PARA and origin.para_id == para:
+            return pallet.delete_own_keys(txn, para, call.keys)
         wanted = OriginKind.ROOT if call.kind.needs_root else OriginKind.ACCOUNT
         if origin.kind is not wanted:
             raise BadOrigin(call.kind.name.lower(), origin)
-        pallet, who, para = self.broadcaster, origin.account, call.para_id
         match call.kind:
             case CallKind.REGISTER_PUBLISHER:
                 return pallet.register_publisher(txn, who, para)

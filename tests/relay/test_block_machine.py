@@ -175,6 +175,27 @@ def test_deregistration_wipes_child_trie_and_returns_deposit() -> None:
     assert Broadcaster.publisher_info(txn, 2000) is None
 
 
+def test_parachain_self_deletion_end_to_end() -> None:
+    """Seed 002, "Parachain self-deletion": system para 1000 (unregistered, so without a manager) deletes its own
+    keys with its para origin; another para's origin may not, and an account is not its manager."""
+    chain = Chain()
+    chain.upward(1000, Xcm(tuple(Publish(key(name), b"v", 0) for name in "ABC")))
+    first = chain.produce()
+    own = chain.signed(COLLATORS[1000], "extrinsics", "para:1000",
+                       BroadcasterCall(CallKind.DELETE_KEYS, 1000, keys=(key("A"), key("B"))).encode())
+    foreign = chain.signed(COLLATORS[2000], "extrinsics", "para:2000",
+                           BroadcasterCall(CallKind.DELETE_KEYS, 1000, keys=(key("C"),)).encode())
+    account = chain.call(MANAGER, BroadcasterCall(CallKind.DELETE_KEYS, 1000, keys=(key("C"),)).encode())
+    results = run([first, chain.produce()])
+    outcomes = outcome_map(results[1])
+    assert outcomes[own.record_id] == ("applied", None)
+    assert outcomes[foreign.record_id] == ("rejected", "BadOrigin")
+    assert outcomes[account.record_id] == ("rejected", "NotRegistered")
+    assert [e for e in events_of(results[1]) if e["event"] == "KeysDeleted"] == [
+        {"pallet": "Broadcaster", "event": "KeysDeleted", "publisher": 1000, "count": 2}
+    ]
+
+
 def test_duplicate_envelope_is_ignored() -> None:
     chain = Chain()
     record = chain.upward(1000, Xcm((Publish(key("k"), b"v", 0),)))

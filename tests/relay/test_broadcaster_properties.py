@@ -26,7 +26,7 @@ CONFIG = BroadcasterConfig(max_stored_keys=4, max_total_storage_size=200, max_pu
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["publish", "register", "force_register", "deregister", "force_deregister", "delete",
-                         "force_delete", "cleanup", "idle", "offboard"]),
+                         "force_delete", "delete_own", "cleanup", "idle", "offboard"]),
         st.sampled_from(PARAS),
         st.integers(0, 5),
         st.integers(0, 70),
@@ -54,10 +54,19 @@ def check_invariants(pallet: Broadcaster, txn: StateTransaction, endowed: int) -
             assert pallet.ttl_data(txn, para, k) == expected
         registered = pallet.publisher_info(txn, para) is not None
         assert registered or not stored or CONFIG.is_system_para(para)
-        counted += registered or bool(stored)
+        counted += registered
     assert pallet.publisher_count(txn) == counted <= CONFIG.max_publishers
     finite = sum(1 for stored in entries.values() for entry in stored.values() if entry.ttl)
     assert len(txn.items("broadcaster.TtlData")) == finite
+    # on_idle's index: per publisher its finite-TTL keys, and per twox64 bucket the publishers that have some.
+    ttl_keys = {para: sorted(k for k, e in stored.items() if e.ttl) for para, stored in entries.items()}
+    indexed = {int.from_bytes(raw[i + 8:i + 12], "little")
+               for raw in txn.items("broadcaster.TtlIndex").values() for i in range(0, len(raw), 12)}
+    assert indexed == {para for para, keys in ttl_keys.items() if keys}
+    assert {int.from_bytes(p, "little") for p in txn.items("broadcaster.TtlKeys")} == indexed
+    for para in indexed:
+        raw = txn.get("broadcaster.TtlKeys", para.to_bytes(4, "little"))
+        assert raw is not None and raw[1:] == b"".join(ttl_keys[para])
     total = sum(Balances.free(txn, a) + Balances.held(txn, a, PUBLISHER_DEPOSIT) for a in (ALICE, BOB))
     assert total <= endowed
 
@@ -87,6 +96,8 @@ def test_random_calls_keep_the_books_consistent(ops: list[tuple[str, int, int, i
                 pallet.force_deregister_publisher(txn, para)
             elif op == "delete":
                 pallet.delete_keys(txn, manager, para, [key(str(k)), key(str(k + 1))])
+            elif op == "delete_own":
+                pallet.delete_own_keys(txn, para, [key(str(k))])
             elif op == "force_delete":
                 pallet.force_delete_keys(txn, para, [key(str(k))])
             elif op == "cleanup":

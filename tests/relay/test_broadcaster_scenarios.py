@@ -27,7 +27,10 @@ from pubsub_core.broadcaster import (
     TotalStorageSizeExceeded,
     ValueTooLarge,
 )
+from pubsub_core.codec.scale import encode_u32
+from pubsub_core.codec.twox import twox64_concat
 from pubsub_core.codec.types import PublishedEntry
+from state import MemoryBackend, StateTransaction
 from tests.relay.helpers import ALICE, BOB, key, setup
 
 
@@ -221,13 +224,24 @@ def test_failed_publish_writes_nothing() -> None:
     assert txn.pending_changes() == before
 
 
-def test_unregistered_system_paras_count_toward_max_publishers() -> None:
-    pallet, txn = setup(BroadcasterConfig(max_publishers=1))
+def test_system_paras_publish_without_counting_toward_max_publishers() -> None:
+    """Seed 002: system paras publish without registration, and MaxPublishers counts registrations only; their
+    data stays reachable by governance and offboarding (reference bug 10)."""
+    pallet, txn = setup(BroadcasterConfig(max_publishers=2))
     pallet.publish_data(txn, 1000, key("k"), b"v", 0, now=1)
-    with pytest.raises(TooManyPublishers):
-        pallet.publish_data(txn, 1001, key("k"), b"v", 0, now=1)
-    pallet.force_delete_keys(txn, 1000, [key("k")])
     pallet.publish_data(txn, 1001, key("k"), b"v", 0, now=1)
+    assert pallet.publisher_count(txn) == 0
+    pallet.register_publisher(txn, ALICE, 2000)
+    pallet.register_publisher(txn, ALICE, 2001)
+    assert pallet.publisher_count(txn) == 2
+    pallet.publish_data(txn, 1002, key("k"), b"v", 0, now=1)  # the limit is full, a system chain still publishes
+    with pytest.raises(TooManyPublishers):
+        pallet.register_publisher(txn, ALICE, 2002)
+    assert pallet.force_delete_keys(txn, 1000, [key("k")]) == [KeysForcedDeleted(1000, 1)]
+    assert pallet.offboard(txn, [1001]) == [DataCleanedUp(1001)]
+    assert pallet.publisher_count(txn) == 2
+    pallet.deregister_publisher(txn, ALICE, 2000)
+    pallet.register_publisher(txn, ALICE, 2002)
 
 
 # -- Requirement: TTL Expiration --------------------------------------------------------------------
@@ -282,12 +296,18 @@ def test_large_ttl_saturates_instead_of_overflowing() -> None:
 def test_partial_cleanup_under_weight_limit() -> None:
     cfg = BroadcasterConfig(max_stored_keys=50, max_total_storage_size=100_000, max_publishers=100)
     pallet, txn = setup(cfg)
-    for para in range(1000, 1020):
+    paras = range(1000, 1020)
+    for para in paras:
         for i in range(50):
             pallet.publish_data(txn, para, key(f"{para}-{i}"), b"v", 10, now=1)
-    weight_for_500 = cfg.idle_base_weight + 500 * cfg.idle_per_key_weight
+    # TtlData order is twox64 of the para first; 500 entries are the first 10 publishers' 50 keys. The scan
+    # reads the index buckets (first byte of twox64) up to the 10th publisher's, and each publisher's keys.
+    by_hash = sorted(paras, key=lambda p: twox64_concat(encode_u32(p)))
+    buckets = twox64_concat(encode_u32(by_hash[9]))[0] + 1
+    weight_for_500 = cfg.idle_base_weight + (buckets + 10) * cfg.idle_read_weight + 500 * cfg.idle_per_key_weight
     first = pallet.on_idle(txn, 100, weight_for_500 + cfg.idle_per_key_weight - 1)
     assert len(first.events) == 500
+    assert {event.publisher for event in first.events} == set(by_hash[:10])
     assert first.consumed_weight == weight_for_500
     cursor = pallet.ttl_cursor(txn)
     assert cursor is not None and KeyExpired(*cursor) == first.events[-1]
@@ -298,6 +318,33 @@ def test_partial_cleanup_under_weight_limit() -> None:
     assert pallet.on_idle(txn, 100, weight_for_500).events == ()
     assert pallet.ttl_cursor(txn) is None
 
+
+def test_on_idle_work_is_proportional_to_what_it_scans() -> None:
+    """Issue 13, item 7: on_idle neither loads nor sorts the whole TtlData map; it reads the TTL index as far as
+    it scans, and every read is charged."""
+    cfg = BroadcasterConfig(max_stored_keys=50, max_total_storage_size=100_000, max_ttl_scans_per_idle=5)
+    pallet, backend = Broadcaster(cfg), MemoryBackend()
+    txn = StateTransaction(backend)
+    paras = range(1000, 1040)
+    for para in paras:
+        for i in range(50):
+            pallet.publish_data(txn, para, key(f"{para}-{i}"), b"v", 1000, now=1)
+    txn.commit()
+    before = backend.stats.scan_calls, backend.stats.bytes_read
+    txn = StateTransaction(backend)
+    result = pallet.on_idle(txn, 2, 10**15)
+    assert result.events == ()
+    assert backend.stats.scan_calls == before[0], "no namespace is scanned"
+    assert backend.stats.bytes_read - before[1] < 50 * (32 + 8) * 2, "about one publisher's entries are read"
+    first = min(paras, key=lambda p: twox64_concat(encode_u32(p)))
+    buckets = twox64_concat(encode_u32(first))[0] + 1
+    assert result.consumed_weight == (
+        cfg.idle_base_weight + (buckets + 1) * cfg.idle_read_weight + 5 * cfg.idle_per_key_weight
+    )
+    # A weight that pays for the cursor and the index reads but no entry scans nothing and moves nothing.
+    txn = StateTransaction(backend)
+    short = pallet.on_idle(txn, 2, cfg.idle_base_weight + (buckets + 1) * cfg.idle_read_weight)
+    assert short.events == () and pallet.ttl_cursor(txn) is None
 
 def test_on_idle_is_capped_by_max_ttl_scans_per_idle() -> None:
     pallet, txn = setup(BroadcasterConfig(max_ttl_scans_per_idle=3))
@@ -317,7 +364,22 @@ def test_on_idle_without_base_weight_does_nothing() -> None:
 
 
 # -- Requirement: Manual Key Deletion ---------------------------------------------------------------
-def test_parachain_self_deletion() -> None:
+@pytest.mark.parametrize("para", [2000, 1000])
+def test_parachain_self_deletion(para: int) -> None:
+    """Seed 002: the parachain itself deletes its keys; 1000 is a system para with no registration and no manager."""
+    pallet, txn = setup()
+    if para == 2000:
+        pallet.register_publisher(txn, ALICE, para)
+    for name in "ABC":
+        pallet.publish_data(txn, para, key(name), name.encode(), 5, now=1)
+    assert pallet.delete_own_keys(txn, para, [key("A"), key("B")]) == [KeysDeleted(para, 2)]
+    assert pallet.published_keys(txn, para) == [key("C")]
+    assert pallet.ttl_data(txn, para, key("A")) is None
+    with pytest.raises(NotRegistered):
+        pallet.delete_own_keys(txn, 3000, [key("C")])
+
+
+def test_manager_deletes_keys() -> None:
     pallet, txn = setup()
     pallet.register_publisher(txn, ALICE, 2000)
     for name in "ABC":
