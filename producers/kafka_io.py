@@ -1,39 +1,51 @@
-"""Thin typed Kafka clients for the commands and the tests: produce records, read a topic to its end."""
+"""Typed Kafka clients for the commands and the tests: route an event log, send records, read topics back.
+
+Wire format of an output record (docs/operations.md): Kafka key = the simulator line's ``key`` (UTF-8), value =
+``canonical_json`` of its ``value``, header ``id`` = its ``id``. ``ProducedRecord.from_output`` writes it and
+``output_line`` reads it back into the simulator's line, so Kafka's outputs and ``pubsub simulate``'s compare
+line for line.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from producers.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, producer_config
 from pubsub_core.errors import PubSubError
+from pubsub_core.relay import canonical_json
+from pubsub_core.stages import LineRouter, OutputRecord
+from pubsub_core.stages.ingest import is_blank
 
 __all__ = [
     "ConsumedRecord",
-    "EventLogError",
     "KafkaIOError",
     "ProducedRecord",
+    "Refusal",
+    "SendReport",
+    "TOO_LARGE",
+    "output_line",
     "produce",
-    "read_event_log",
+    "read_outputs",
     "read_topic",
+    "route_event_log",
+    "send",
     "synthetic_records",
 ]
 
-
-class Settings(Protocol):
-    """What the clients need of the settings object (streaming.settings.Settings has it); a Protocol, so that
-    producers/ imports nothing from streaming/."""
-
-    def kafka_client_config(self) -> Mapping[str, str]: ...
+TOO_LARGE = "RecordTooLarge"
+"""The rejection reason of a record Kafka (broker or client) refuses for its size."""
+ID_HEADER = "id"
 
 
 class KafkaIOError(PubSubError):
-    """A produce or consume against Kafka failed; carries the topic."""
+    """A produce or consume against Kafka failed; carries the topic and the reason."""
 
     def __init__(self, topic: str, reason: str) -> None:
         super().__init__(f"Kafka I/O on topic {topic} failed: {reason}")
@@ -41,113 +53,178 @@ class KafkaIOError(PubSubError):
         self.reason = reason
 
 
-class EventLogError(PubSubError):
-    """A line of an event log is not a JSON object with topic, key and value; carries the file and line."""
-
-    def __init__(self, path: Path, line: int, reason: str) -> None:
-        super().__init__(f"{path}:{line}: {reason}")
-        self.path = path
-        self.line = line
-
-
 @dataclass(frozen=True)
 class ProducedRecord:
-    """A record to send: key and value as bytes (None for a null key)."""
+    """A record to send: key and value as bytes (None for a null key), and headers."""
 
     topic: str
     key: bytes | None
     value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    @classmethod
+    def from_output(cls, record: OutputRecord) -> ProducedRecord:
+        """An output line as its Kafka record: key as UTF-8, canonical JSON value, header ``id``."""
+        return cls(record.topic, record.key.encode(), canonical_json(dict(record.value)).encode(),
+                   ((ID_HEADER, record.id.encode()),))
 
 
 @dataclass(frozen=True)
 class ConsumedRecord:
-    """A record read back, with its coordinates."""
+    """A record read back, with its coordinates and headers."""
 
     topic: str
     partition: int
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+    def header(self, name: str) -> bytes | None:
+        """The first header called ``name``, or None."""
+        return next((data for header, data in self.headers if header == name), None)
 
     def to_json(self) -> str:
-        """One JSON line; the value is inlined as JSON when it is JSON, else given as text."""
-        text = None if self.value is None else self.value.decode("utf-8", errors="replace")
-        try:
-            value: object = json.loads(text) if text is not None else None
-        except json.JSONDecodeError:
-            value = text
-        key = None if self.key is None else self.key.decode("utf-8", errors="replace")
-        body = {"topic": self.topic, "partition": self.partition, "offset": self.offset, "key": key, "value": value}
-        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+        """The debugging line (``pubsub consume --raw``): coordinates, key, header id and value."""
+        body = {"topic": self.topic, "partition": self.partition, "offset": self.offset, "key": _text(self.key),
+                "id": _text(self.header(ID_HEADER)), "value": _json_or_text(self.value)}
+        return canonical_json(body)
+
+
+def output_line(record: ConsumedRecord) -> str:
+    """The simulator's output line of a record: canonical ``{"id", "key", "topic", "value"}``. A record without
+    an ``id`` header gets ``"id": null``; a value that is not JSON is given as text (never an error)."""
+    return canonical_json(
+        {"id": _text(record.header(ID_HEADER)), "key": _text(record.key), "topic": record.topic,
+         "value": _json_or_text(record.value)}
+    )
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _json_or_text(data: bytes | None) -> object:
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return data.decode("utf-8", errors="replace")
 
 
 def synthetic_records(topic: str, count: int, keys: int, start: int = 0) -> Iterator[ProducedRecord]:
-    """`count` small JSON records spread round-robin over `keys` keys ("key-0".."key-{keys-1}"); deterministic."""
+    """`count` small JSON records spread round-robin over `keys` keys ("key-0".."key-{keys-1}"); deterministic.
+    (The skeleton job's input; `pubsub demo` and its integration tests use it.)"""
     for i in range(start, start + count):
         key = f"key-{i % keys}"
         value = json.dumps({"n": i, "key": key}, sort_keys=True, separators=(",", ":"))
         yield ProducedRecord(topic, key.encode(), value.encode())
 
 
-def read_event_log(path: Path, default_topic: str) -> Iterator[ProducedRecord]:
-    """Records of a JSON-lines event log: {"topic": ..., "key": ..., "value": ...} (value: object or string)."""
-    with path.open() as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EventLogError(path, number, f"not JSON: {exc}") from exc
-            if not isinstance(entry, dict) or "value" not in entry:
-                raise EventLogError(path, number, "expected an object with a value")
-            value = entry["value"]
-            raw = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
-            key = entry.get("key")
-            yield ProducedRecord(entry.get("topic", default_topic), None if key is None else str(key).encode(), raw.encode())
+def route_event_log(
+    lines: Iterable[bytes], router: LineRouter
+) -> Iterator[tuple[ProducedRecord, int] | OutputRecord]:
+    """Each non-blank line of an event log (read in binary) as (its Kafka record, its offset in that topic) or
+    as the rejection record the simulator writes for it (not UTF-8, not JSON, too large, no usable topic...);
+    blank lines are skipped, as the simulator skips them."""
+    for raw in lines:
+        line = raw.rstrip(b"\r\n")
+        if is_blank(line):
+            continue
+        routed = router.route(line)
+        if isinstance(routed, OutputRecord):
+            yield routed
+        else:
+            record, offset = routed
+            yield ProducedRecord(record.topic, record.key, record.value), offset
 
 
-def produce(
-    settings: Settings, records: Iterable[ProducedRecord], on_sent: Callable[[int], None] | None = None
-) -> int:
-    """Send records with an idempotent producer (acks=all), wait for every delivery; return how many were sent."""
-    producer = Producer(
-        {**settings.kafka_client_config(), "enable.idempotence": "true", "linger.ms": "5", "log_level": "3"}
-    )
+@dataclass(frozen=True)
+class Refusal:
+    """A record Kafka did not take: its index in the sent sequence, the record, a typed reason and the detail."""
+
+    index: int
+    record: ProducedRecord
+    reason: str
+    detail: str
+
+
+@dataclass
+class SendReport:
+    """What ``send`` did: records delivered per topic, and the refusals in the order they were noticed."""
+
+    delivered: Counter[str] = field(default_factory=Counter)
+    refused: list[Refusal] = field(default_factory=list)
+
+
+def send(
+    settings: Settings,
+    records: Iterable[ProducedRecord],
+    *,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    on_sent: Callable[[int], None] | None = None,
+    timeout: float = 120.0,
+) -> SendReport:
+    """Send records with an idempotent, zstd-compressing producer (acks=all) and wait for every delivery. A record
+    the client or the broker refuses for its size is a ``Refusal`` (reason ``RecordTooLarge``); any other failure
+    raises ``KafkaIOError``. Records of one partition keep their order."""
+    producer = Producer(producer_config(settings, max_message_bytes))
+    report = SendReport()
     failures: list[tuple[str, str]] = []
 
-    def delivered(err: KafkaError | None, msg: object) -> None:
-        if err is not None:
-            failures.append((getattr(msg, "topic", lambda: "?")(), str(err)))
+    def delivery(index: int, record: ProducedRecord) -> Callable[[KafkaError | None, Message], None]:
+        def delivered(err: KafkaError | None, _msg: Message) -> None:
+            if err is None:
+                report.delivered[record.topic] += 1
+            elif err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                report.refused.append(Refusal(index, record, TOO_LARGE, f"the broker refused it: {err.str()}"))
+            else:
+                failures.append((record.topic, err.str()))
+        return delivered
 
     sent = 0
-    for record in records:
+    for index, record in enumerate(records):
         while True:
             try:
-                producer.produce(record.topic, value=record.value, key=record.key, on_delivery=delivered)
+                producer.produce(record.topic, value=record.value, key=record.key, headers=list(record.headers),
+                                 on_delivery=delivery(index, record))
                 break
             except BufferError:
                 producer.poll(0.1)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                    raise KafkaIOError(record.topic, error.str()) from exc
+                report.refused.append(Refusal(index, record, TOO_LARGE, f"the client refused it: {error.str()}"))
+                break
         sent += 1
-        if on_sent and sent % 100 == 0:
+        if on_sent is not None:
             on_sent(sent)
         producer.poll(0)
-    remaining = producer.flush(60)
+    remaining = producer.flush(timeout)
     if remaining:
-        raise KafkaIOError("*", f"{remaining} records not delivered after 60s")
+        raise KafkaIOError("*", f"{remaining} records not delivered after {timeout:.0f}s")
     if failures:
         raise KafkaIOError(failures[0][0], f"{len(failures)} deliveries failed, first: {failures[0][1]}")
-    if on_sent:
-        on_sent(sent)
-    return sent
+    return report
 
 
-def read_topic(settings: Settings, topic: str, timeout: float = 30.0) -> list[ConsumedRecord]:
-    """Every record of `topic` from the beginning to the end offsets seen at the start, in partition/offset order."""
-    consumer = Consumer(
-        {**settings.kafka_client_config(), "group.id": "pubsub-reader", "enable.auto.commit": "false",
-         "enable.partition.eof": "true", "auto.offset.reset": "earliest", "log_level": "3"}
-    )
+def produce(settings: Settings, records: Iterable[ProducedRecord]) -> int:
+    """``send`` that tolerates no refusal: returns how many records were delivered, else ``KafkaIOError``."""
+    report = send(settings, records)
+    if report.refused:
+        first = report.refused[0]
+        raise KafkaIOError(first.record.topic, f"{len(report.refused)} records refused, first: {first.detail}")
+    return sum(report.delivered.values())
+
+
+def read_topic(
+    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
+) -> list[ConsumedRecord]:
+    """Every record of `topic` from the beginning to the end offsets seen at the start (at most `limit`, the
+    first ones of each partition), with headers, in partition/offset order."""
+    consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if metadata is None or metadata.error is not None:
@@ -157,29 +234,29 @@ def read_topic(settings: Settings, topic: str, timeout: float = 30.0) -> list[Co
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
             if high > low:
                 ends[partition] = high
-        if not ends:
+        if not ends or limit == 0:
             return []
         consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
         records: list[ConsumedRecord] = []
         done: set[int] = set()
-
-
         deadline = time.monotonic() + timeout
-        while len(done) < len(ends):
+        while len(done) < len(ends) and (limit is None or len(records) < limit):
             if time.monotonic() > deadline:
                 raise KafkaIOError(topic, f"read only {len(records)} records in {timeout:.0f}s")
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     if msg.offset() >= ends.get(msg.partition(), 0):
                         done.add(msg.partition())
                     continue
-                raise KafkaIOError(topic, str(msg.error()))
+                raise KafkaIOError(topic, error.str())
             partition, offset = msg.partition(), msg.offset()
             if offset < ends[partition]:
-                records.append(ConsumedRecord(topic, partition, offset, msg.key(), msg.value()))
+                headers = tuple(msg.headers() or ())
+                records.append(ConsumedRecord(topic, partition, offset, msg.key(), msg.value(), headers))
             if offset + 1 >= ends[partition]:
                 done.add(partition)
         return sorted(records, key=lambda r: (r.partition, r.offset))
@@ -187,3 +264,9 @@ def read_topic(settings: Settings, topic: str, timeout: float = 30.0) -> list[Co
         raise KafkaIOError(topic, str(exc)) from exc
     finally:
         consumer.close()
+
+
+def read_outputs(settings: Settings, topics: Iterable[str]) -> list[str]:
+    """The simulator output lines (``output_line``) of every record of ``topics``, topic by topic in partition and
+    offset order. Kafka's order across topics and partitions is not the simulator's: sort both to compare."""
+    return [output_line(record) for name in topics for record in read_topic(settings, name)]

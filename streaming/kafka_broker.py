@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
+from producers.topics import create_topics as generic_topics
 from streaming.errors import BrokerError, BrokerStartError, JarsMissingError, tail
 from streaming.paths import jvm_lib_dir, runtime_dir
 from streaming.settings import Settings
@@ -246,27 +247,9 @@ def ensure_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> tup
 
 
 def create_topics(settings: Settings, topics: Iterable[str], partitions: int | None = None) -> None:
-    """Create the topics that do not exist yet (idempotent), and wait until they have leaders."""
-    admin = AdminClient(settings.kafka_client_config())
-    existing = set(admin.list_topics(timeout=10).topics)
-    wanted = [t for t in dict.fromkeys(topics) if t not in existing]
-    if wanted:
-        count = partitions or settings.topic_partitions
-        futures = admin.create_topics([NewTopic(t, num_partitions=count, replication_factor=1) for t in wanted])
-        for topic, future in futures.items():
-            try:
-                future.result(timeout=30)
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise BrokerError(f"could not create topic {topic}: {exc}") from exc
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        metadata = admin.list_topics(timeout=10).topics
-        if all(t in metadata and metadata[t].partitions and not metadata[t].error for t in topics):
-            if all(p.leader >= 0 for t in topics for p in metadata[t].partitions.values()):
-                return
-        time.sleep(0.2)
-    raise BrokerError(f"topics {sorted(topics)} have no leader after 30s")
+    """Create the topics that do not exist yet (idempotent) with `partitions` (default: the settings'), and wait
+    until they have leaders. Generic topics; a realm's topics come from producers.topics.ensure_realm_topics."""
+    generic_topics(settings, topics, partitions or settings.topic_partitions)
 
 
 def delete_topics(settings: Settings, topics: Iterable[str]) -> None:

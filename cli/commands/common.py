@@ -10,7 +10,7 @@ from rich.console import Console
 
 from streaming.settings import Settings, load_settings
 
-__all__ = ["add_kafka_arguments", "console", "settings_from"]
+__all__ = ["add_kafka_arguments", "console", "default_realm", "settings_from"]
 
 console = Console(stderr=True, highlight=False)
 """Progress and logs go to stderr, so stdout carries only data (e.g. `pubsub consume` JSON lines)."""
@@ -30,3 +30,8 @@ def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
     values = {"kafka_bootstrap": getattr(args, "bootstrap", None), "topic_prefix": getattr(args, "topic_prefix", None)}
     values.update(overrides)
     return load_settings(overrides=values, config_file=getattr(args, "config", None))
+
+
+def default_realm(settings: Settings) -> str:
+    """The realm the topic prefix names (``polkadot.`` -> ``polkadot``)."""
+    return settings.topic_prefix.rstrip(".")
