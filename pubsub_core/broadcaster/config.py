@@ -11,6 +11,9 @@ __all__ = ["BroadcasterConfig"]
 class BroadcasterConfig:
     """Limits and policies of the broadcaster pallet.
 
+    ``max_value_length``: MaxValueLength, 992 by default: below XCM's MaxPublishValueLength (1024), so a value
+    in between is refused by the pallet (``ValueTooLarge``) and only a longer one by the XCM decoder
+    (``Malformed``); 32 + 992 = 1024, so two largest entries fill ``max_total_storage_size`` exactly.
     ``system_para_threshold``: paras with a lower id publish without registration (default 2000).
     ``force_deregister_slashes``: whether governance's force deregistration burns the deposit (True) or
     returns it to the manager (False, the reference code's behaviour and our default).
@@ -18,7 +21,7 @@ class BroadcasterConfig:
     (Polkadot's RocksDbWeight: 25 us and 100 us).
     """
 
-    max_value_length: int = 1024
+    max_value_length: int = 992
     max_stored_keys: int = 50
     max_total_storage_size: int = 2048
     max_publishers: int = 1000

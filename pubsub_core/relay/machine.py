@@ -120,12 +120,15 @@ class RelayConfig:
     """Origins ``AllowPublishFrom`` admits (Westend uses ``OnlyParachains``; every upward origin is one)."""
     idle_weight: int = 250_000_000_000
     """Weight left for on_idle each block; the default covers MaxTtlScansPerIdle (500) scans."""
+    max_publish_value_length: int = MAX_PUBLISH_VALUE_LENGTH
+    """XCM's ``MaxPublishValueLength``: a longer Publish value does not decode (``Malformed``)."""
 
     def __post_init__(self) -> None:
-        if self.broadcaster.max_value_length > MAX_PUBLISH_VALUE_LENGTH:
+        if self.broadcaster.max_value_length >= self.max_publish_value_length:
             raise ValueError(
-                f"MaxValueLength {self.broadcaster.max_value_length} exceeds xcm::v5::MaxPublishValueLength "
-                f"{MAX_PUBLISH_VALUE_LENGTH} (the pallet's integrity test)"
+                f"MaxValueLength {self.broadcaster.max_value_length} must be below XCM's MaxPublishValueLength "
+                f"{self.max_publish_value_length}, so that a value between them is the pallet's ValueTooLarge "
+                "and a longer one Malformed"
             )
         if self.max_publish_instructions < 1 or self.idle_weight < 0:
             raise ValueError("max_publish_instructions must be at least 1 and idle_weight non-negative")
@@ -345,7 +348,7 @@ class RelayMachine:
 
     def _validate_upward(self, envelope: Envelope, origin: Origin) -> None:
         """Custom validation of an upward message: it decodes and some barrier admits it."""
-        message = decode_versioned_xcm(envelope.data)
+        message = decode_versioned_xcm(envelope.data, self.config.max_publish_value_length)
         self.barriers.check(Location.parachain(origin.para_id), message, self.config.executor.weigh(message))
 
     def _horizontal(self, txn: StateTransaction, acc: _Block, router: MessageRouter,
@@ -414,7 +417,7 @@ class RelayMachine:
         """Execute one upward message with ``para`` as origin; record ``MessageExecuted`` and the pallet events."""
         message_hash = blake2_256(message_bytes)
         try:
-            message = decode_versioned_xcm(message_bytes)
+            message = decode_versioned_xcm(message_bytes, self.config.max_publish_value_length)
             outcome = self.executor.execute(txn, Location.parachain(para), message, now)
         except (XcmDecodeError, BarrierRejected) as exc:
             acc.events.append(MessageExecuted(para, message_hash, "Error", exc.reason_code, 0, 0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pubsub_core.codec.scale import encode_compact
 from pubsub_core.subscriber.errors import SubscriberConfigError
 from pubsub_core.subscriber.meter import Weight
 
@@ -16,7 +17,8 @@ class SubscriberConfig:
 
     - ``max_trie_depth``: MaxTrieDepth, nodes on a key's path (root = 1); deeper tries disable the publisher.
     - ``max_cached_node_size``: bound of a CachedTrieNodes entry (750 covers the 599-byte worst-case branch).
-    - ``max_value_node_size``: bound of an external value node (SCALE PublishedEntry with a 2048-byte value).
+    - ``max_value_length``: the relay's MaxValueLength (``BroadcasterConfig.max_value_length``, 992): no stored
+      value is longer, so the largest value node (``max_value_node_size``) is derived from it.
     - ``system_para_limit``: paras below it are system paras, processed first.
     - ``db_read``: RuntimeDbWeight read; any read (relay node, cache entry, storage entry) costs ``db_read + (0, len)``.
       Writes are not metered: they add no PoV and happen after the reads that bound the block.
@@ -29,7 +31,7 @@ class SubscriberConfig:
 
     max_trie_depth: int = 16
     max_cached_node_size: int = 750
-    max_value_node_size: int = 2048 + 2 + 8
+    max_value_length: int = 992
     system_para_limit: int = 2000
     db_read: Weight = field(default_factory=lambda: Weight(25_000_000, 0))
     ref_time_limit: int = 500_000_000_000
@@ -41,7 +43,7 @@ class SubscriberConfig:
     def __post_init__(self) -> None:
         _at_least("max_trie_depth", self.max_trie_depth, 1)
         _at_least("max_cached_node_size", self.max_cached_node_size, 64)
-        _at_least("max_value_node_size", self.max_value_node_size, 33)
+        _at_least("max_value_length", self.max_value_length, 0)
         _at_least("system_para_limit", self.system_para_limit, 0)
         _at_least("ref_time_limit", self.ref_time_limit, 0)
         _at_least("min_pubsub_budget", self.min_pubsub_budget, 0)
@@ -50,6 +52,12 @@ class SubscriberConfig:
             raise SubscriberConfigError("pov_percent", self.pov_percent, "a percentage in 0..=100")
         if self.messages_collection_size_limit is not None:
             _at_least("messages_collection_size_limit", self.messages_collection_size_limit, 0)
+
+    @property
+    def max_value_node_size(self) -> int:
+        """The largest relay value node: a SCALE ``PublishedEntry`` with a ``max_value_length``-byte value
+        (compact length, value, u32 ttl, u32 when_inserted)."""
+        return len(encode_compact(self.max_value_length)) + self.max_value_length + 8
 
     @property
     def min_step(self) -> Weight:

@@ -57,7 +57,8 @@ MAX_INSTRUCTIONS_TO_DECODE = 100
 """xcm v5 refuses to decode a message of more instructions."""
 MAX_ITEMS_IN_ASSETS = 20
 MAX_PUBLISH_VALUE_LENGTH = 1024
-"""``xcm::v5::MaxPublishValueLength``: Publish values are a BoundedVec of this bound."""
+"""``xcm::v5::MaxPublishValueLength``: Publish values are a BoundedVec of this bound (the default of
+``decode_versioned_xcm``'s ``max_value_length``; the relay's is ``RelayConfig.max_publish_value_length``)."""
 MAX_JUNCTIONS = 8
 
 
@@ -298,7 +299,8 @@ class SetTopic:
 
 @dataclass(frozen=True, slots=True)
 class Publish:
-    """RFC-0160 ``Publish { key: [u8; 32], value: BoundedVec<u8, 1024>, ttl: u32 }`` (0 = infinite TTL)."""
+    """RFC-0160 ``Publish { key: [u8; 32], value: BoundedVec<u8, MaxPublishValueLength>, ttl: u32 }`` (0 = infinite
+    TTL). The value's bound is the receiver's: ``decode_versioned_xcm`` refuses a longer value."""
 
     key: bytes
     value: bytes
@@ -307,8 +309,6 @@ class Publish:
     def __post_init__(self) -> None:
         if len(self.key) != KEY_LEN:
             raise ValueError(f"a Publish key is {KEY_LEN} bytes, got {len(self.key)}")
-        if len(self.value) > MAX_PUBLISH_VALUE_LENGTH:
-            raise ValueError(f"a Publish value is at most {MAX_PUBLISH_VALUE_LENGTH} bytes, got {len(self.value)}")
         if not 0 <= self.ttl <= U32_MAX:
             raise ValueError(f"ttl {self.ttl} does not fit in u32")
 
@@ -496,7 +496,7 @@ def _weight_limit(r: ScaleReader) -> WeightLimit:
     raise _Fail(f"WeightLimit variant {kind}")
 
 
-def _instruction(r: ScaleReader) -> Instruction:
+def _instruction(r: ScaleReader, max_value_length: int) -> Instruction:
     index = r.u8()
     if index == 0:
         return WithdrawAsset(_assets(r))
@@ -519,13 +519,14 @@ def _instruction(r: ScaleReader) -> Instruction:
         return SetTopic(r.take(32))
     if index == PUBLISH_INDEX:
         key = r.take(KEY_LEN)
-        value = r.bytes_vec(MAX_PUBLISH_VALUE_LENGTH)
+        value = r.bytes_vec(max_value_length)
         return Publish(key, value, r.u32())
     raise _Fail(f"instruction {index} is outside the supported v5 subset")
 
 
-def decode_versioned_xcm(data: bytes) -> Xcm:
-    """Decode a whole ``VersionedXcm`` (V5 only, no trailing bytes) or raise ``XcmDecodeError``."""
+def decode_versioned_xcm(data: bytes, max_value_length: int = MAX_PUBLISH_VALUE_LENGTH) -> Xcm:
+    """Decode a whole ``VersionedXcm`` (V5 only, no trailing bytes) or raise ``XcmDecodeError``; a ``Publish``
+    value longer than ``max_value_length`` (``MaxPublishValueLength``) does not decode."""
     r = ScaleReader(data)
     try:
         version = r.u8()
@@ -534,7 +535,7 @@ def decode_versioned_xcm(data: bytes) -> Xcm:
         count = r.compact()
         if count > MAX_INSTRUCTIONS_TO_DECODE:
             raise _Fail(f"{count} instructions exceed the decode limit of {MAX_INSTRUCTIONS_TO_DECODE}")
-        message = Xcm(tuple(_instruction(r) for _ in range(count)))
+        message = Xcm(tuple(_instruction(r, max_value_length) for _ in range(count)))
         r.finish()
     except (_Fail, ScaleDecodeError) as exc:
         raise XcmDecodeError(str(exc), data, r.offset) from exc

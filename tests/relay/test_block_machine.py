@@ -8,7 +8,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pubsub_core.broadcaster import Broadcaster
+from pubsub_core.broadcaster import Broadcaster, BroadcasterConfig
+from pubsub_core.codec.scale import encode_bytes, encode_u32
 from pubsub_core.codec.types import PublishedEntry
 from pubsub_core.relay import (
     BlockHeader,
@@ -22,6 +23,7 @@ from pubsub_core.relay import (
     ManifestMismatch,
     RecordOutcome,
     RelayBlock,
+    RelayConfig,
     Status,
     canonical_json,
 )
@@ -38,7 +40,7 @@ from pubsub_core.xcm.types import (
     WithdrawAsset,
 )
 from state import StateTransaction
-from tests.relay.chain import COLLATORS, MANAGER, OTHER, ROOT, Chain, fresh_machine, run
+from tests.relay.chain import COLLATORS, MANAGER, OTHER, ROOT, Chain, fresh_machine, registry, run
 from tests.relay.helpers import key
 
 
@@ -194,6 +196,40 @@ def test_parachain_self_deletion_end_to_end() -> None:
     assert [e for e in events_of(results[1]) if e["event"] == "KeysDeleted"] == [
         {"pallet": "Broadcaster", "event": "KeysDeleted", "publisher": 1000, "count": 2}
     ]
+
+
+def raw_publish(value: bytes) -> bytes:
+    """A versioned XCM with one Publish of ``value``, whatever its length."""
+    return b"\x05\x04\x34" + key("k") + encode_bytes(value) + encode_u32(0)
+
+
+@pytest.mark.parametrize(("max_value_length", "xcm_bound"), [(None, None), (2048, 4096)])
+def test_value_size_limit(max_value_length: int | None, xcm_bound: int | None) -> None:
+    """Seed 002, "Value size limit", through XCM: above MaxValueLength the pallet's ValueTooLarge (the message
+    executes Incomplete), above XCM's MaxPublishValueLength the decoder's Malformed (a record rejection). With the
+    defaults (992 and 1024) and with the scenario's MaxValueLength of 2048 (the XCM bound raised to 4096)."""
+    config = RelayConfig(registry=registry())
+    if max_value_length is not None and xcm_bound is not None:
+        broadcaster = BroadcasterConfig(max_value_length=max_value_length, max_total_storage_size=2 * xcm_bound)
+        config = RelayConfig(registry=registry(), broadcaster=broadcaster, max_publish_value_length=xcm_bound)
+    limit, bound = config.broadcaster.max_value_length, config.max_publish_value_length
+    chain = Chain(config)
+    at_limit = chain.signed(COLLATORS[1000], "upward", "1000", raw_publish(bytes(limit)))
+    too_large = chain.signed(COLLATORS[1000], "upward", "1000", raw_publish(bytes(limit + 1)))
+    at_bound = chain.signed(COLLATORS[1000], "upward", "1000", raw_publish(bytes(bound)))
+    malformed = chain.signed(COLLATORS[1000], "upward", "1000", raw_publish(bytes(bound + 1)))
+    result = run([chain.produce()], config)[0]
+    outcomes = outcome_map(result)
+    assert [outcomes[r.record_id] for r in (at_limit, too_large, at_bound)] == [("applied", None)] * 3
+    assert outcomes[malformed.record_id] == ("rejected", "Malformed")
+    executed = [(e["outcome"], e["error"]) for e in events_of(result) if e["event"] == "MessageExecuted"]
+    assert executed == [("Complete", ""), ("Incomplete", "ValueTooLarge"), ("Incomplete", "ValueTooLarge")]
+
+
+def test_relay_config_keeps_max_value_length_below_the_xcm_bound() -> None:
+    with pytest.raises(ValueError, match="below XCM's MaxPublishValueLength"):
+        RelayConfig(broadcaster=BroadcasterConfig(max_value_length=1024))
+    RelayConfig(broadcaster=BroadcasterConfig(max_value_length=2048), max_publish_value_length=2049)
 
 
 def test_duplicate_envelope_is_ignored() -> None:

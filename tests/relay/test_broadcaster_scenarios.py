@@ -161,8 +161,8 @@ def test_publish_fails_for_unregistered_public_parachain() -> None:
 def test_publish_fails_when_storage_limit_exceeded() -> None:
     pallet, txn = setup()
     pallet.register_publisher(txn, ALICE, 2000)
-    pallet.publish_data(txn, 2000, key("a"), bytes(1024), 0, now=1)
-    pallet.publish_data(txn, 2000, key("b"), bytes(2048 - 64 - 1024), 0, now=1)
+    pallet.publish_data(txn, 2000, key("a"), bytes(992), 0, now=1)
+    pallet.publish_data(txn, 2000, key("b"), bytes(2048 - 64 - 992), 0, now=1)
     assert pallet.total_storage_size(txn, 2000) == 2048
     with pytest.raises(TotalStorageSizeExceeded):
         pallet.publish_data(txn, 2000, key("c"), b"", 0, now=1)
@@ -203,7 +203,8 @@ def test_value_size_limit() -> None:
 
 
 def test_total_storage_size_limit() -> None:
-    pallet, txn = setup()
+    """The reference's test, with its mock's MaxValueLength of 1024."""
+    pallet, txn = setup(BroadcasterConfig(max_value_length=1024))
     pallet.register_publisher(txn, ALICE, 2000)
     pallet.publish_data(txn, 2000, key("key1"), bytes(1024), 0, now=1)
     assert pallet.total_storage_size(txn, 2000) == 1056
@@ -453,10 +454,12 @@ def test_cleanup_errors_in_order() -> None:
 
 def test_publish_max_value_size_works_at_the_default_limit() -> None:
     pallet, txn = setup()
+    limit = pallet.config.max_value_length
+    assert limit == 992
     pallet.register_publisher(txn, ALICE, 2000)
-    pallet.publish_data(txn, 2000, bytes([0xAB]) * 32, bytes(1024), 0, now=1)
+    pallet.publish_data(txn, 2000, bytes([0xAB]) * 32, bytes(limit), 0, now=1)
     with pytest.raises(ValueTooLarge):
-        pallet.publish_data(txn, 2000, bytes([0xAB]) * 32, bytes(1025), 0, now=1)
+        pallet.publish_data(txn, 2000, bytes([0xAB]) * 32, bytes(limit + 1), 0, now=1)
 
 
 def test_publisher_state_is_independent_per_para() -> None:

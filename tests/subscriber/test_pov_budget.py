@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pubsub_core.broadcaster import BroadcasterConfig
 from pubsub_core.codec.scale import encode_u32
+from pubsub_core.codec.types import U32_MAX, PublishedEntry
 from pubsub_core.subscriber import (
     CheatingCollatorError,
     CheatingReason,
@@ -121,6 +123,26 @@ def test_cursor_resumption_with_wrap_around() -> None:
     assert [u.value for u in outcome.updates] == [b"B2", b"B3", b"C1", b"A1", b"A2", b"B1"]
     assert outcome.result is ProcessingResult.COMPLETE
     assert processing_cursor(h.txn()) is None
+
+
+def test_per_read_reserve_derives_from_the_relay_value_limit() -> None:
+    """Issue 13, item 8: the reserve checked before each read is one read of the largest node or value the relay
+    can hold, derived from its MaxValueLength, so no budget is left unusable for a value that cannot exist."""
+    relay_limit = BroadcasterConfig().max_value_length
+    config = exact_budget_config()
+    assert config.max_value_length == relay_limit
+    assert config.max_value_node_size == len(PublishedEntry(bytes(relay_limit), U32_MAX, U32_MAX).encode())
+    assert config.min_step.proof_size == max(config.max_cached_node_size, config.max_value_node_size) < 2058
+    assert exact_budget_config(max_value_length=2048).max_value_node_size == 2058
+    keys = sorted(key(f"k{i}") for i in range(6))
+    first = Harness(config=config)
+    first.publish(1000, {k: entry(k) for k in keys})
+    needed = first.block(subs_of({1000: keys})).pov.consumed_proof_size
+    # A budget with exactly the derived reserve to spare completes; the old 2058-byte reserve would stop short.
+    for value_limit, result in ((relay_limit, ProcessingResult.COMPLETE), (2048, ProcessingResult.INCOMPLETE)):
+        h = Harness(config=exact_budget_config(max_value_length=value_limit))
+        h.publish(1000, {k: entry(k) for k in keys})
+        assert h.block(subs_of({1000: keys}), max_pov=needed + config.min_step.proof_size).result is result
 
 
 def test_proof_validation_all_nodes_accessed() -> None:
