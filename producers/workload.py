@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pubsub_core.codec.scale import encode_bytes, encode_compact, encode_u32
@@ -51,7 +51,12 @@ def published_key(publisher: int, index: int) -> bytes:
 
 @dataclass
 class LogBuilder:
-    """One realm's event log, line by line."""
+    """One realm's event log, line by line.
+
+    Genuine records take consecutive positions per (stream, origin), and blocks include them. Hostile records
+    (``hostile``, ``before_next``) are written at the position of the next genuine record without taking it:
+    Stage R refuses them when they arrive, so a block including them would wait forever.
+    """
 
     realm: str = "polkadot"
     lines: list[str] = field(default_factory=list)
@@ -61,6 +66,7 @@ class LogBuilder:
     seqnos: dict[tuple[str, str, bytes], int] = field(default_factory=dict)
     since_block: dict[tuple[str, str], int] = field(default_factory=dict)
     author: Signer = field(default_factory=lambda: signer("author"))
+    pending: dict[tuple[str, str], list[Callable[[InputRecord], bytes]]] = field(default_factory=dict)
 
     def line(self, topic: str, key: str, value: object) -> None:
         self.lines.append(canonical_json({"topic": topic, "key": key, "value": value}))
@@ -69,14 +75,29 @@ class LogBuilder:
         self.line(f"{self.realm}.genesis", self.realm, GenesisRecord(registry, genesis).to_json())
 
     def raw(self, stream: str, origin: str, value: bytes) -> InputRecord:
-        """Append a record of arbitrary bytes at the next position of (stream, origin)."""
+        """Append a genuine record of arbitrary bytes at the next position of (stream, origin), after the
+        hostile copies ``before_next`` asked for."""
         position = self.positions.get((stream, origin), 0)
         self.positions[(stream, origin)] = position + 1
         if stream != "blocks":
             self.since_block[(stream, origin)] = position
         record = InputRecord(stream, origin, position, value)
+        for make in self.pending.pop((stream, origin), []):
+            self.line(f"{self.realm}.{stream}", origin, InputRecord(stream, origin, position, make(record)).to_json())
         self.line(f"{self.realm}.{stream}", origin, record.to_json())
         return record
+
+    def hostile(self, stream: str, origin: str, value: bytes) -> InputRecord:
+        """Append a record at the next position of (stream, origin) without taking it (the next genuine record
+        comes at the same position): one Stage R refuses when it arrives."""
+        record = InputRecord(stream, origin, self.positions.get((stream, origin), 0), value)
+        self.line(f"{self.realm}.{stream}", origin, record.to_json())
+        return record
+
+    def before_next(self, stream: str, origin: str, make: Callable[[InputRecord], bytes]) -> None:
+        """Just before the next genuine record of (stream, origin), write a hostile one at its position whose
+        value is ``make(genuine record)`` (e.g. a forged copy of it)."""
+        self.pending.setdefault((stream, origin), []).append(make)
 
     def signed(self, key: Signer, stream: str, origin: str, data: bytes, seqno: int | None = None) -> InputRecord:
         """Sign ``data`` as the next (or the given) seqno of ``key`` on (stream, origin) and append it."""
@@ -263,20 +284,29 @@ def generate(spec: WorkloadSpec, counts: Counter[str] | None = None) -> Iterator
 
 
 def _bad(rng: random.Random, log: LogBuilder, actors: _Actors, sent: list[InputRecord], tally: Counter[str]) -> None:
-    """Append one bad record of a random kind."""
+    """Append one bad record of a random kind. The two hostile copies (``bad_signature``, ``replayed_seqno``)
+    are written, and counted, just before the next genuine upward record of their para, at its position; if
+    that para sends nothing more, they are not written."""
     kind = rng.choice(BAD_KINDS)
-    tally[f"bad: {kind}"] += 1
     para = rng.choice(actors.publishers)
     origin, collator = str(para), actors.collators[para]
     item = (published_key(para, 0), b"\x01", 0)
+
+    def counted(make: Callable[[InputRecord], bytes]) -> Callable[[InputRecord], bytes]:
+        def write(genuine: InputRecord) -> bytes:
+            tally[f"bad: {kind}"] += 1
+            return make(genuine)
+        return write
+
     if kind == "bad_signature":
-        envelope = bytearray(collator.sign(Topic(log.realm, "upward", origin), 10**9, _publish_bytes([item])).encode())
-        envelope[-1] ^= 0xFF
-        log.raw("upward", origin, bytes(envelope))
-    elif kind == "replayed_seqno":
+        log.before_next("upward", origin, counted(_forged))
+        return
+    if kind == "replayed_seqno":
         earlier = rng.choice(sent)
-        log.raw(earlier.stream, earlier.origin, earlier.value)
-    elif kind == "oversize":
+        log.before_next(earlier.stream, earlier.origin, counted(lambda _: earlier.value))
+        return
+    tally[f"bad: {kind}"] += 1
+    if kind == "oversize":
         publish = bytes((0x34,)) + item[0] + encode_bytes(b"\x00" * 1025) + encode_u32(0)
         log.signed(collator, "upward", origin, b"\x05" + encode_compact(1) + publish)
     elif kind == "non_publish":
@@ -293,8 +323,9 @@ def _bad(rng: random.Random, log: LogBuilder, actors: _Actors, sent: list[InputR
         log.lines.append(json.dumps({"topic": f"{log.realm}.upward", "key": origin, "value": value}, sort_keys=True))
 
 
-def _publish_bytes(items: list[tuple[bytes, bytes, int]]) -> bytes:
-    return encode_versioned_xcm(Xcm(tuple(Publish(k, v, t) for k, v, t in items)))
+def _forged(genuine: InputRecord) -> bytes:
+    """A copy of a genuine envelope with one signature byte flipped."""
+    return genuine.value[:-1] + bytes((genuine.value[-1] ^ 0xFF,))
 
 
 def minimal_example(realm: str = "polkadot") -> list[str]:

@@ -8,9 +8,10 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -18,6 +19,7 @@ from rich.table import Table
 from cli.commands.common import console
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord, SimulatorConfig
+from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
 
 
 def register(subparsers: Any) -> None:
@@ -65,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
     summary = Summary()
     started = time.perf_counter()
     with ExitStack() as stack:
-        source: TextIO = sys.stdin if str(args.events) == "-" else stack.enter_context(args.events.open())
+        source: BinaryIO = sys.stdin.buffer if str(args.events) == "-" else stack.enter_context(args.events.open("rb"))
         sink: TextIO = sys.stdout if args.output is None else stack.enter_context(args.output.open("w"))
-        total = None if source is sys.stdin else args.events.stat().st_size
+        total = None if str(args.events) == "-" else args.events.stat().st_size
         progress = stack.enter_context(Progress(
             TextColumn("simulating"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[blocks]} blocks"),
             TimeElapsedColumn(), console=console, transient=True, disable=args.quiet or args.output is None,
@@ -75,10 +77,10 @@ def run(args: argparse.Namespace) -> int:
         task = progress.add_task("simulate", total=total, blocks=0)
         simulator = Simulator(config, relay_proofs=args.relay_proofs)
         try:
-            for line in source:
-                summary.inputs += bool(line.strip())
+            for line, size in lines(source):
+                summary.inputs += not is_blank(line)
                 write(sink, simulator.feed_line(line), summary)
-                progress.update(task, advance=len(line.encode()), blocks=summary.blocks)
+                progress.update(task, advance=size, blocks=summary.blocks)
             write(sink, simulator.finish(), summary)
         except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -86,6 +88,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         summary.print(time.perf_counter() - started, args.output)
     return 0
+
+
+def lines(source: BinaryIO, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[bytes, int]]:
+    """The log's lines as bytes (a line that is not UTF-8 is one rejection, not the end of the run), each with
+    its size in the file. A line longer than ``limit`` is read no further than ``limit + 1`` bytes (enough for
+    its ``RecordTooLarge`` rejection); the rest of it is skipped without being kept in memory."""
+    while line := source.readline(limit + 1):
+        size = len(line)
+        if len(line) > limit and not line.endswith(b"\n"):
+            while rest := source.readline(1 << 20):
+                size += len(rest)
+                if rest.endswith(b"\n"):
+                    break
+        yield line, size
 
 
 def write(sink: TextIO, outputs: list[OutputRecord], summary: Summary) -> None:

@@ -4,10 +4,13 @@ from pubsub_core.envelope.admission import (
     Admission,
     AdmissionConfig,
     AdmissionResult,
+    Authenticated,
     RateCounter,
     Reason,
+    Unauthenticated,
     Validator,
     Verdict,
+    authenticate,
     error_reason,
 )
 from pubsub_core.envelope.envelope import SIGNING_DOMAIN, Envelope, Signer, Topic, verify_signature
@@ -18,6 +21,7 @@ __all__ = [
     "Admission",
     "AdmissionConfig",
     "AdmissionResult",
+    "Authenticated",
     "Envelope",
     "EnvelopeDecodeError",
     "EnvelopeError",
@@ -30,8 +34,10 @@ __all__ = [
     "SIGNING_DOMAIN",
     "Signer",
     "Topic",
+    "Unauthenticated",
     "Validator",
     "Verdict",
+    "authenticate",
     "error_reason",
     "verify_signature",
 ]

@@ -4,6 +4,10 @@ Outcomes: ACCEPT, IGNORE (a duplicate: seen before, no penalty) or REJECT with a
 duplicate check keeps, per (stream, origin, sender), the highest seqno admitted so far: a seqno is
 single-use once an authentic, authorised envelope carried it, whatever the later checks decide, so a
 replay always ends as IGNORE/Duplicate. Rate limits count per relay block (pubsub_core has no clock).
+
+The stateless steps (decoding, signature, signed topic, membership) are one function, ``authenticate``: the
+relay stage runs it on every record when it arrives (docs/threat-model.md), and ``Admission.admit`` runs it
+again when a block includes the record, so both apply the same checks in the same order with the same reasons.
 """
 
 from __future__ import annotations
@@ -16,18 +20,22 @@ from state import StateTransaction
 
 from pubsub_core.codec.scale import encode_bytes, encode_u64
 from pubsub_core.envelope.envelope import Envelope, verify_signature
-from pubsub_core.envelope.errors import EnvelopeDecodeError, InvalidOrigin
+from pubsub_core.envelope.errors import EnvelopeDecodeError, EnvelopeError, InvalidOrigin
 from pubsub_core.envelope.keys import KeyRegistry, Origin
 from pubsub_core.errors import PubSubError
+from pubsub_core.hashing import blake2_256
 
 __all__ = [
     "Admission",
     "AdmissionConfig",
     "AdmissionResult",
+    "Authenticated",
     "Reason",
     "RateCounter",
     "Validator",
+    "Unauthenticated",
     "Verdict",
+    "authenticate",
     "error_reason",
 ]
 
@@ -79,6 +87,58 @@ Validator = Callable[[Envelope, Origin], None]
 """Custom validation (step 6): raises a PubSubError whose ``reason``/``code``/class name becomes the reason."""
 
 
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    """An envelope that passed the stateless checks: it decodes, its signature is valid, it was signed for
+    this realm, stream and origin, and its sender may sign for that origin."""
+
+    envelope: Envelope
+    origin: Origin
+
+
+class Unauthenticated(EnvelopeError):
+    """Raw bytes that fail a stateless check: ``reason`` is ``Malformed``, ``BadSignature`` or ``NotMember``;
+    ``envelope`` and ``origin`` are what was parsed before the failing check (None when not reached)."""
+
+    def __init__(self, reason: Reason, detail: str, envelope: Envelope | None = None,
+                 origin: Origin | None = None) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.envelope = envelope
+        self.origin = origin
+
+    @property
+    def reason_code(self) -> str:
+        return self.reason.value
+
+
+def authenticate(registry: KeyRegistry, realm: str, stream: str, origin_key: str, raw: bytes) -> Authenticated:
+    """Admission's stateless steps, in order: decode (``Malformed``), signature (``BadSignature``), the signed
+    topic is (realm, stream, origin) and the sender may sign for the origin (``NotMember``). Raises
+    ``Unauthenticated``; never anything else, whatever the bytes."""
+    try:
+        envelope = Envelope.decode(raw)
+        origin = Origin.parse(stream, origin_key)
+    except (EnvelopeDecodeError, InvalidOrigin) as exc:
+        raise Unauthenticated(Reason.MALFORMED, str(exc)) from exc
+    if not verify_signature(envelope):
+        raise Unauthenticated(Reason.BAD_SIGNATURE, "ed25519 verification failed", envelope)
+    topic = envelope.topic
+    if (topic.realm, topic.stream, topic.origin) != (realm, stream, origin_key):
+        detail = f"signed for {topic.realm}/{topic.stream}/{topic.origin}, arrived on {realm}/{stream}/{origin_key}"
+        raise Unauthenticated(Reason.NOT_MEMBER, detail, envelope, origin)
+    if not registry.is_member(origin, envelope.sender):
+        detail = f"0x{envelope.sender.hex()} may not sign for {origin_key}"
+        raise Unauthenticated(Reason.NOT_MEMBER, detail, envelope, origin)
+    return Authenticated(envelope, origin)
+
+
+_MEMO_LIMIT = 8192
+"""How many authenticated records an ``Admission`` remembers, so that a record authenticated when it arrived
+is not verified again when a block includes it (a cache: forgetting an entry only costs a verification)."""
+
+
 @dataclass
 class RateCounter:
     """Messages admitted so far in this block per (stream, origin)."""
@@ -101,25 +161,27 @@ class Admission:
     def __init__(self, registry: KeyRegistry, config: AdmissionConfig | None = None) -> None:
         self.registry = registry
         self.config = config or AdmissionConfig()
+        self._authenticated: dict[tuple[str, str, bytes], Authenticated] = {}
+
+    def authenticate(self, stream: str, origin_key: str, raw: bytes) -> Authenticated:
+        """``authenticate`` against this realm and registry, remembering the success for the ``admit`` call
+        that will see the same bytes when a block includes them. Raises ``Unauthenticated``."""
+        authenticated = authenticate(self.registry, self.config.realm, stream, origin_key, raw)
+        if len(self._authenticated) >= _MEMO_LIMIT:
+            del self._authenticated[next(iter(self._authenticated))]
+        self._authenticated[(stream, origin_key, blake2_256(raw))] = authenticated
+        return authenticated
 
     def admit(
         self, txn: StateTransaction, stream: str, origin_key: str, raw: bytes, rate: RateCounter, validate: Validator
     ) -> AdmissionResult:
         """Run every check in order; write only the seqno watermark (and only past the duplicate check)."""
+        remembered = self._authenticated.pop((stream, origin_key, blake2_256(raw)), None)
         try:
-            envelope = Envelope.decode(raw)
-            origin = Origin.parse(stream, origin_key)
-        except (EnvelopeDecodeError, InvalidOrigin) as exc:
-            return AdmissionResult(Verdict.REJECT, Reason.MALFORMED.value, str(exc))
-        if not verify_signature(envelope):
-            return AdmissionResult(Verdict.REJECT, Reason.BAD_SIGNATURE.value, "ed25519 verification failed", envelope)
-        topic = envelope.topic
-        if (topic.realm, topic.stream, topic.origin) != (self.config.realm, stream, origin_key):
-            detail = f"signed for {topic.realm}/{topic.stream}/{topic.origin}, arrived on {self.config.realm}/{stream}/{origin_key}"
-            return AdmissionResult(Verdict.REJECT, Reason.NOT_MEMBER.value, detail, envelope, origin)
-        if not self.registry.is_member(origin, envelope.sender):
-            detail = f"0x{envelope.sender.hex()} may not sign for {origin_key}"
-            return AdmissionResult(Verdict.REJECT, Reason.NOT_MEMBER.value, detail, envelope, origin)
+            passed = remembered or authenticate(self.registry, self.config.realm, stream, origin_key, raw)
+        except Unauthenticated as exc:
+            return AdmissionResult(Verdict.REJECT, exc.reason.value, exc.detail, exc.envelope, exc.origin)
+        envelope, origin = passed.envelope, passed.origin
         seen_key = encode_bytes(stream.encode()) + encode_bytes(origin_key.encode()) + envelope.sender
         seen = txn.get(SEEN_NAMESPACE, seen_key)
         if seen is not None and envelope.seqno <= int.from_bytes(seen, "little"):

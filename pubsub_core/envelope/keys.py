@@ -13,7 +13,7 @@ from enum import Enum
 
 from pubsub_core.envelope.errors import InvalidOrigin
 
-__all__ = ["KeyRegistry", "Origin", "OriginKind", "PARA_STREAMS"]
+__all__ = ["KeyRegistry", "Origin", "OriginKind", "PARA_STREAMS", "hex32", "para_id"]
 
 PARA_STREAMS = frozenset({"upward", "horizontal"})
 """Streams keyed by a para id."""
@@ -43,11 +43,11 @@ class Origin:
                     return cls(OriginKind.AUTHOR)
                 raise ValueError("blocks come from the author")
             if stream in PARA_STREAMS:
-                return cls(OriginKind.PARA, _para(text))
+                return cls(OriginKind.PARA, para_id(text))
             if text == "root":
                 return cls(OriginKind.ROOT)
             if text.startswith("para:"):
-                return cls(OriginKind.PARA, _para(text[5:]))
+                return cls(OriginKind.PARA, para_id(text[5:]))
             if len(text) == 64 and text == text.lower():
                 return cls(OriginKind.ACCOUNT, account=bytes.fromhex(text))
         except ValueError as exc:
@@ -60,9 +60,10 @@ class Origin:
         return rank, self.para_id, self.account
 
 
-def _para(text: str) -> int:
-    if not text.isdigit() or (len(text) > 1 and text[0] == "0"):
-        raise ValueError(f"not a canonical para id: {text!r}")
+def para_id(text: str) -> int:
+    """A para id written as a canonical decimal u32 (no sign, no leading zero); ``ValueError`` otherwise."""
+    if len(text) > 10 or not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0"):
+        raise ValueError(f"not a canonical para id: {text[:20]!r}")
     value = int(text)
     if value >= 1 << 32:
         raise ValueError(f"para id {value} does not fit in u32")
@@ -98,24 +99,36 @@ class KeyRegistry:
         }
 
     @classmethod
-    def from_json(cls, body: dict[str, object]) -> KeyRegistry:
+    def from_json(cls, body: object) -> KeyRegistry:
+        """Inverse of ``to_json``, strict: every key is ``0x`` and 64 hex digits, para ids are canonical u32
+        decimals, no other field; ``ValueError`` otherwise (never another exception, whatever the JSON)."""
+        if not isinstance(body, dict):
+            raise ValueError("a key registry is a JSON object")
+        unknown = sorted(set(body) - _REGISTRY_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown key registry fields {unknown[:3]}")
         para_keys = body.get("para_keys", {})
         if not isinstance(para_keys, dict):
             raise ValueError("para_keys must be an object")
         return cls(
-            {int(p): frozenset(_unhex(k) for k in keys) for p, keys in para_keys.items()},
-            frozenset(_unhex(a) for a in _list(body.get("accounts", []))),
-            frozenset(_unhex(k) for k in _list(body.get("root_keys", []))),
-            frozenset(_unhex(k) for k in _list(body.get("author_keys", []))),
+            {para_id(str(p)): _keys(keys) for p, keys in para_keys.items()},
+            _keys(body.get("accounts", [])),
+            _keys(body.get("root_keys", [])),
+            _keys(body.get("author_keys", [])),
         )
 
 
-def _list(value: object) -> list[object]:
+_REGISTRY_FIELDS = frozenset({"para_keys", "accounts", "root_keys", "author_keys"})
+
+
+def _keys(value: object) -> frozenset[bytes]:
     if not isinstance(value, list):
-        raise ValueError("expected a list")
-    return value
+        raise ValueError("expected a list of keys")
+    return frozenset(hex32(item) for item in value)
 
 
-def _unhex(value: object) -> bytes:
-    text = str(value)
-    return bytes.fromhex(text[2:] if text.startswith("0x") else text)
+def hex32(value: object) -> bytes:
+    """32 bytes (a key, an account, a digest) written as ``0x`` and 64 hex digits; ``ValueError`` otherwise."""
+    if not isinstance(value, str) or len(value) != 66 or not value.startswith("0x"):
+        raise ValueError(f"expected 0x and 64 hex digits, got {str(value)[:80]!r}")
+    return bytes.fromhex(value[2:])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from pubsub_core.stages.config import SimulatorConfig
-from pubsub_core.stages.ingest import LineRouter, ingest_record
+from pubsub_core.stages.ingest import LineRouter, ingest_record, is_blank
 from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage, RelayStep
 from pubsub_core.stages.subscriber_stage import SubscriberStage
@@ -34,13 +34,14 @@ class Simulator:
         self.subscribers: dict[tuple[str, int], SubscriberStage] = {}
         self.router = LineRouter(self.config.default_realm)
 
-    def feed_line(self, text: str) -> list[OutputRecord]:
-        """One event-log line (its line break, if any, is dropped; blank lines are skipped); returns the outputs
-        it caused, in order. The line goes through the same edge as a produced Kafka record would."""
-        text = text.rstrip("\r\n")
-        if not text.strip():
+    def feed_line(self, line: str | bytes) -> list[OutputRecord]:
+        """One event-log line, as text or as the bytes read from a file (its line break, if any, is dropped;
+        blank lines are skipped); returns the outputs it caused, in order. Whatever the line holds (not UTF-8,
+        not JSON, too large), it ends in outputs, never an exception. The line goes through the same edge as a
+        produced Kafka record would."""
+        if is_blank(line):
             return []
-        routed = self.router.route(text)
+        routed = self.router.route(line.rstrip("\r\n") if isinstance(line, str) else line.rstrip(b"\r\n"))
         if isinstance(routed, OutputRecord):
             return [routed]
         record, offset = routed
@@ -81,7 +82,7 @@ class Simulator:
 
 
 def simulate(
-    lines: Iterable[str], config: SimulatorConfig | None = None, relay_proofs: bool = False
+    lines: Iterable[str | bytes], config: SimulatorConfig | None = None, relay_proofs: bool = False
 ) -> Iterator[OutputRecord]:
     """Run an event log (JSON lines) and yield the output records in their documented order."""
     simulator = Simulator(config, relay_proofs)

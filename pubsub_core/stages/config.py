@@ -8,6 +8,7 @@ from typing import Any
 
 from pubsub_core.broadcaster import BroadcasterConfig
 from pubsub_core.envelope import AdmissionConfig, KeyRegistry
+from pubsub_core.envelope.keys import hex32
 from pubsub_core.errors import PubSubError
 from pubsub_core.relay import RelayConfig
 from pubsub_core.router import RouterConfig
@@ -47,6 +48,10 @@ class SimulatorConfig:
     """Settings shared by every realm of a run; a realm's key registry comes from its ``genesis`` record.
 
     ``default_realm`` names the realm whose ``rejected`` topic receives lines that name no realm.
+    ``trusted_genesis`` pins a realm's genesis record (realm -> Blake2-256 of its canonical JSON,
+    ``GenesisRecord.digest``): any other genesis is refused (``UntrustedGenesis``) instead of the first one on
+    the topic being trusted. ``max_held_before_genesis`` caps the records a realm holds while it waits for its
+    genesis (``GenesisBacklogFull`` beyond it). See docs/threat-model.md.
     """
 
     default_realm: str = "polkadot"
@@ -56,6 +61,12 @@ class SimulatorConfig:
     subscriber: SubscriberConfig = field(default_factory=SubscriberConfig)
     max_publish_instructions: int = 16
     idle_weight: int = 250_000_000_000
+    trusted_genesis: dict[str, bytes] = field(default_factory=dict)
+    max_held_before_genesis: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.max_held_before_genesis < 0:
+            raise ConfigError("max_held_before_genesis", "cannot be negative")
 
     def relay_config(self, realm: str, registry: KeyRegistry) -> RelayConfig:
         """The block machine's config for ``realm``: envelopes must be signed for that realm."""
@@ -70,7 +81,8 @@ class SimulatorConfig:
     @classmethod
     def from_json(cls, body: object) -> SimulatorConfig:
         """From ``{"default_realm": ..., "broadcaster": {...}, "admission": {...}, "router": {...},
-        "subscriber": {...}, "max_publish_instructions": n, "idle_weight": n}``; every key optional."""
+        "subscriber": {...}, "max_publish_instructions": n, "idle_weight": n, "trusted_genesis": {"<realm>":
+        "0x<digest>"}, "max_held_before_genesis": n}``; every key optional."""
         if not isinstance(body, Mapping):
             raise ConfigError("", "the configuration is a JSON object")
         sections = {"broadcaster": BroadcasterConfig, "admission": AdmissionConfig, "router": RouterConfig,
@@ -81,8 +93,13 @@ class SimulatorConfig:
                 values[name] = _build(name, sections[name], value)
             elif name == "default_realm" and isinstance(value, str):
                 values[name] = value
-            elif name in ("max_publish_instructions", "idle_weight") and isinstance(value, int):
+            elif name in ("max_publish_instructions", "idle_weight", "max_held_before_genesis") and isinstance(value, int):
                 values[name] = value
+            elif name == "trusted_genesis" and isinstance(value, Mapping):
+                try:
+                    values[name] = {str(realm): hex32(digest) for realm, digest in value.items()}
+                except ValueError as exc:
+                    raise ConfigError(name, f"realm -> 0x and 64 hex digits: {exc}") from exc
             else:
                 raise ConfigError(name, f"unknown key or bad value {value!r}")
         return cls(**values)

@@ -3,21 +3,52 @@ decoded into a stage input. The simulator, ``pubsub produce`` and the Spark job 
 functions, so a line refused here gets the same rejection (same id, reason and detail) wherever it is read.
 
 A line ``{"topic": "<realm>.<stream>", "key": k, "value": v}`` is routed to ``Routed(topic, key, value)``:
-the key as UTF-8 text (``str(k)``; none when null), the value as the bytes a Kafka record carries (a string
-value as its UTF-8 text, anything else as canonical JSON). ``decode_record`` then reads those bytes exactly
-as the job reads them from Kafka.
+the key as UTF-8 text (none when null), the value as the bytes a Kafka record carries (a string value as its
+UTF-8 text, anything else as canonical JSON). ``decode_record`` then reads those bytes exactly as the job
+reads them from Kafka.
+
+Whatever the bytes, the outcome is a record or one typed ``IngestError``, never another exception: the work a
+line or record can cause is capped before parsing (``max_record_bytes``, and a nesting depth found by a scan
+that does not recurse), and every decoding step turns its failures into a reason (docs/threat-model.md).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages.errors import IngestError
 from pubsub_core.stages.records import LogRecord, OutputRecord, SimOutcome, decode_value, split_topic
 
-__all__ = ["LineRouter", "Routed", "decode_record", "ingest_record", "rejection"]
+__all__ = [
+    "DETAIL_LIMIT",
+    "LineRouter",
+    "MAX_JSON_DEPTH",
+    "MAX_RECORD_BYTES",
+    "Routed",
+    "decode_record",
+    "ingest_record",
+    "is_blank",
+    "rejection",
+    "short",
+]
+
+MAX_RECORD_BYTES = 8 << 20
+"""The default ceiling on a line (``LineRouter``) and on a Kafka record's value (``decode_record``), in bytes.
+An envelope is at most ``AdmissionConfig.max_message_size`` (1 MiB), twice that in hex, so 8 MiB leaves room."""
+
+MAX_JSON_DEPTH = 32
+"""The deepest nesting of arrays and objects a line or a value may have (ours have at most 5)."""
+
+DETAIL_LIMIT = 200
+"""A rejection's detail (and key) is cut to this many characters: never the whole payload."""
+
+_KAFKA_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+"""A legal Kafka topic name; a line naming anything else is numbered within ``?``."""
+
+_STRUCTURE = re.compile(r'["\\\[\]{}]')
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,29 +60,91 @@ class Routed:
     value: bytes
 
 
-def _parse(text: str) -> tuple[str, object, object]:
-    """The (topic, key, value) of one line; ``IngestError`` (``MalformedJson``) if it is no such object."""
+def short(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters (marked with an ellipsis when cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_blank(line: str | bytes) -> bool:
+    """Whether a line holds only JSON whitespace (skipped, not an input). The same rule for text and bytes, so
+    reading a log as text or as bytes sees the same inputs."""
+    return not (line.strip(" \t\r\n") if isinstance(line, str) else line.strip(b" \t\r\n"))
+
+
+def _too_deep(text: str, limit: int) -> bool:
+    """Whether arrays and objects nest deeper than ``limit`` outside strings: one pass over the structural
+    characters, without recursion, so it is safe on any input (``json.loads`` recurses)."""
+    depth, in_string, skip = 0, False, -1
+    for match in _STRUCTURE.finditer(text):
+        at = match.start()
+        if at < skip:
+            continue
+        char = match.group()
+        if in_string:
+            if char == "\\":
+                skip = at + 2
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def _text(data: str | bytes, what: str, reason: str, max_bytes: int) -> str:
+    """``data`` as text within the size cap: ``RecordTooLarge`` beyond ``max_bytes``, ``reason`` if not UTF-8."""
+    if isinstance(data, bytes):
+        size = len(data)
+    elif len(data) > max_bytes or len(data) * 4 <= max_bytes:
+        size = len(data)
+    else:
+        size = len(data.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise IngestError("RecordTooLarge", f"{what} exceeds the {max_bytes}-byte limit")
+    if isinstance(data, str):
+        return data
     try:
-        entry = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise IngestError("MalformedJson", f"not JSON: {exc}", text) from exc
-    if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str) or "value" not in entry:
-        raise IngestError("MalformedJson", "expected an object with a string topic and a value", text)
-    return entry["topic"], entry.get("key"), entry["value"]
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(reason, f"{what} is not UTF-8: {exc.reason} at byte {exc.start}") from exc
+
+
+def _json(text: str, what: str, reason: str) -> object:
+    """Parse JSON text whose size is already capped: ``reason`` if it nests too deep or does not parse."""
+    if _too_deep(text, MAX_JSON_DEPTH):
+        raise IngestError(reason, f"{what} nests deeper than {MAX_JSON_DEPTH} levels", text)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, and int() beyond its digit limit
+        raise IngestError(reason, f"{what} is not JSON: {exc}", text) from exc
+
+
+def _utf8(text: str) -> bytes:
+    """Text as the bytes a Kafka record carries; a lone surrogate (a ``\\ud800`` escape) stays as it is, so the
+    record is refused as not UTF-8 where it is decoded, as it would be in Kafka."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def rejection(realm: str, key: str, log_id: str, error: IngestError) -> OutputRecord:
-    """The ``rejected`` record of an input refused at the edge."""
-    outcome = SimOutcome(None, log_id, "rejected", error.reason, error.detail)
-    return OutputRecord(f"{realm}.rejected", key, f"ingest/{log_id}", outcome.to_json())
+    """The ``rejected`` record of an input refused at the edge (detail and key cut to ``DETAIL_LIMIT``)."""
+    outcome = SimOutcome(None, log_id, "rejected", error.reason, short(error.detail))
+    return OutputRecord(f"{realm}.rejected", short(key), f"ingest/{log_id}", outcome.to_json())
 
 
 class LineRouter:
     """Routes event-log lines, numbering each line within its topic (its Kafka offset once produced; lines
-    that name no usable topic are numbered within ``?`` or the topic they name)."""
+    that name no legal Kafka topic are numbered within ``?``, lines naming a topic we do not read within it).
 
-    def __init__(self, default_realm: str) -> None:
+    ``max_record_bytes`` caps a line before anything parses it (``RecordTooLarge``)."""
+
+    def __init__(self, default_realm: str, max_record_bytes: int = MAX_RECORD_BYTES) -> None:
         self.default_realm = default_realm
+        self.max_record_bytes = max_record_bytes
         self.offsets: dict[str, int] = {}
 
     def _next(self, topic: str) -> int:
@@ -59,38 +152,54 @@ class LineRouter:
         self.offsets[topic] = offset + 1
         return offset
 
-    def route(self, text: str) -> tuple[Routed, int] | OutputRecord:
+    def _parse(self, line: str | bytes) -> tuple[str, str | None, object]:
+        """The (topic, key, value) of one line; ``IngestError`` if it is too large, not UTF-8, too deep, not
+        JSON, or not an object with a string topic, a string or null key and a value."""
+        text = _text(line, "the line", "MalformedJson", self.max_record_bytes)
+        entry = _json(text, "the line", "MalformedJson")
+        if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str) or "value" not in entry:
+            raise IngestError("MalformedJson", "expected an object with a string topic and a value", text)
+        key = entry.get("key")
+        if key is not None and not isinstance(key, str):
+            raise IngestError("MalformedJson", f"the key is a JSON {type(key).__name__}, not a string or null", text)
+        return entry["topic"], key, entry["value"]
+
+    def route(self, text: str | bytes) -> tuple[Routed, int] | OutputRecord:
         """A non-blank line as (its Kafka record, its offset in that topic), or the rejection in its place."""
         try:
-            topic, key, value = _parse(text)
+            topic, key, value = self._parse(text)
         except IngestError as exc:
             return rejection(self.default_realm, "", f"?@{self._next('?')}", exc)
-        key_text = "" if key is None else str(key)
+        key_text = "" if key is None else key
+        if not _KAFKA_TOPIC.fullmatch(topic):
+            error = IngestError("UnknownTopic", f"{short(topic, 80)!r} is not a Kafka topic name", topic)
+            return rejection(self.default_realm, key_text, f"?@{self._next('?')}", error)
         try:
             split_topic(topic)
         except IngestError as exc:
             return rejection(self.default_realm, key_text, f"{topic}@{self._next(topic)}", exc)
         raw = value if isinstance(value, str) else canonical_json(value)
-        return Routed(topic, None if key is None else key_text.encode(), raw.encode()), self._next(topic)
+        return Routed(topic, None if key is None else _utf8(key_text), _utf8(raw)), self._next(topic)
 
 
-def decode_record(topic: str, key: bytes | None, value: bytes | None, offset: int) -> LogRecord:
-    """A Kafka record of an input topic as the stage input it carries; ``IngestError`` if it carries none."""
+def decode_record(topic: str, key: bytes | None, value: bytes | None, offset: int, *,
+                  max_record_bytes: int = MAX_RECORD_BYTES) -> LogRecord:
+    """A Kafka record of an input topic as the stage input it carries; ``IngestError`` if it carries none
+    (whatever the bytes: ``max_record_bytes`` caps the value before it is parsed)."""
     realm, stream = split_topic(topic)
-    key_text = "" if key is None else key.decode("utf-8", errors="replace")
     if value is None:
         raise IngestError("MalformedRecord", "the record has no value")
-    try:
-        body = json.loads(value)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IngestError("MalformedRecord", f"the value is not JSON: {exc}", value[:200].decode("utf-8", "replace")) from exc
+    text = _text(value, "the value", "MalformedRecord", max_record_bytes)
+    key_text = "" if key is None else _text(key, "the key", "MalformedRecord", max_record_bytes)
+    body = _json(text, "the value", "MalformedRecord")
     return LogRecord(realm, stream, key_text, offset, decode_value(realm, stream, key_text, body))
 
 
-def ingest_record(topic: str, key: bytes | None, value: bytes | None, offset: int, default_realm: str) -> LogRecord | OutputRecord:
+def ingest_record(topic: str, key: bytes | None, value: bytes | None, offset: int, default_realm: str, *,
+                  max_record_bytes: int = MAX_RECORD_BYTES) -> LogRecord | OutputRecord:
     """``decode_record``, or the rejection that takes the record's place (on its realm's ``rejected`` topic)."""
     try:
-        return decode_record(topic, key, value, offset)
+        return decode_record(topic, key, value, offset, max_record_bytes=max_record_bytes)
     except IngestError as exc:
         realm = topic.rpartition(".")[0] or default_realm
         key_text = "" if key is None else key.decode("utf-8", errors="replace")

@@ -13,7 +13,7 @@ from typing import Any
 
 from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.envelope import KeyRegistry
-from pubsub_core.envelope.keys import para_id, public_key
+from pubsub_core.envelope.keys import hex32, para_id
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
 from pubsub_core.stages.errors import IngestError
@@ -66,8 +66,8 @@ class GenesisRecord:
         for amount in endowments.values():
             if type(amount) is not int or not 0 <= amount < 1 << 128:
                 raise ValueError(f"an endowment is an integer in [0, 2^128), got {str(amount)[:40]}")
-        genesis = Genesis(tuple((public_key(account), amount) for account, amount in endowments.items()),
-                          tuple((para_id(para), public_key(manager)) for para, manager in managers.items()))
+        genesis = Genesis(tuple((hex32(account), amount) for account, amount in endowments.items()),
+                          tuple((para_id(para), hex32(manager)) for para, manager in managers.items()))
         return cls(KeyRegistry.from_json(body.get("registry", {})), genesis)
 
 

@@ -1,9 +1,15 @@
-"""Stage R, the relay chain of one realm: buffer input records until a block includes them, apply blocks in
-order with the block machine and the real router, and build each subscriber's relay view of the block.
+"""Stage R, the relay chain of one realm: authenticate input records when they arrive, buffer them until a
+block includes them, apply blocks in order with the block machine and the real router, and build each
+subscriber's relay view of the block.
 
-A block waits until every record its manifest includes has arrived (its input topics are read independently,
-as Kafka partitions are), so the outputs depend only on each topic's own order. Pure apart from the state
-backend it owns, which holds everything it keeps (see docs/simulator.md, "The seam between the stages").
+Nothing unauthenticated occupies a place (docs/threat-model.md): a record is buffered at its (stream, origin,
+position) only once its envelope is signed, for this realm, stream and origin, by a member for that origin, and
+carries a seqno its sender has not used on that stream and origin before; a block is queued only once
+admitted. Everything that arrives before the realm's genesis (which holds the key registry) is held and
+authenticated when the genesis comes. A block waits until every record its manifest includes has arrived (its
+input topics are read independently, as Kafka partitions are), so the outputs depend only on each topic's own
+order. Pure apart from the state backend it owns, which holds everything it keeps (see docs/simulator.md,
+"The seam between the stages").
 """
 
 from __future__ import annotations
@@ -13,12 +19,11 @@ from dataclasses import dataclass
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
-from pubsub_core.envelope import KeyRegistry
+from pubsub_core.envelope import Unauthenticated
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
     ForwardedCall,
-    Genesis,
     InputRecord,
     RelayBlock,
     RelayError,
@@ -33,6 +38,7 @@ from pubsub_core.router.relay_adapter import RelayRouter
 from pubsub_core.subscriber.calls import SetSubscriptions, decode_subscriber_call, subscriber_of
 from pubsub_core.stages.config import SimulatorConfig
 from pubsub_core.stages.errors import StageError
+from pubsub_core.stages.ingest import short
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import (
     INPUT_STREAMS,
@@ -47,10 +53,6 @@ from pubsub_core.subscriber import SubscriberConfig
 
 __all__ = ["RelayStage", "RelayStep"]
 
-_NO_GENESIS = GenesisRecord(KeyRegistry(), Genesis())
-"""What a realm starts from when its first block comes before any genesis record: nobody may sign."""
-
-
 @dataclass(frozen=True, slots=True)
 class RelayStep:
     """What Stage R emits for one block read from ``blocks``: its output records (rejections, relay events,
@@ -64,8 +66,9 @@ class RelayStep:
 class RelayStage:
     """One realm's relay chain. Everything it keeps is in its state backend (a MemoryBackend in the simulator,
     the realm's state store in the Spark job): the relay state, and its own bookkeeping under ``simulator.*``
-    (genesis, buffered records, included positions, blocks waiting for records, subscriptions). A new stage
-    over the same backend therefore carries on where the last one stopped."""
+    (genesis, records held until the genesis, buffered records, included positions, seqnos received, blocks
+    waiting for records, subscriptions). A new stage over the same backend therefore carries on where the last
+    one stopped."""
 
     def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None) -> None:
         self.realm = realm
@@ -75,32 +78,27 @@ class RelayStage:
 
     # -- inputs -------------------------------------------------------------------------------------
     def feed(self, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
-        """Take one parsed line: its own outcome if it has one now (refused, duplicate), then the blocks it
-        made ready, in order. Commits the stage's bookkeeping once."""
+        """Take one parsed record: the refusals it caused now (its own; with a genesis, those of the records
+        held until it), then the blocks it made ready, in order. Commits the stage's bookkeeping once."""
         book = _Book(StateTransaction(self.backend))
         value = log.value
         immediate: list[OutputRecord] = []
         steps: list[RelayStep] = []
         if isinstance(value, GenesisRecord):
-            immediate = self._genesis(book, log, value)
-        elif value.stream == "blocks":
-            admitted = self._machine_for(book).admit_header(self.backend, value)
-            if isinstance(admitted, RecordOutcome):
-                immediate = [self._outcome(f"block/{log.log_id}", log.key, admitted.to_json())]
-            else:
-                book.push_waiting(log.log_id, log.key, value, admitted)
-                steps = self._ready_blocks(book)
+            immediate, steps = self._genesis(book, log, value)
+        elif (machine := self._machine_for(book)) is None:
+            immediate = self._hold(book, log)
         else:
-            refused = self._record(book, log, value)
-            immediate = [] if refused is None else [refused]
-            steps = [] if refused is not None else self._ready_blocks(book)
+            immediate, steps = self._arrive(book, machine, log)
         book.txn.commit()
         return immediate, steps
 
     def finish(self) -> list[OutputRecord]:
-        """End of input: blocks still waiting for records, and records no block included, are rejected."""
+        """End of input: records held for a genesis that never came, blocks still waiting for records, and
+        records no block included, are rejected."""
         book = _Book(StateTransaction(self.backend))
-        out: list[OutputRecord] = []
+        out = [self._refusal(log, "rejected", "NoGenesis", "the realm's genesis never arrived")
+               for log in book.release(self.realm)]
         while (waiting := book.first_waiting()) is not None:
             log_id, key, record, header = waiting
             missing = self._missing(book, header)
@@ -116,24 +114,54 @@ class RelayStage:
         return out
 
     def _outcome(self, output_id: str, key: str, outcome: SimOutcome | dict[str, object]) -> OutputRecord:
-        value = outcome if isinstance(outcome, dict) else outcome.to_json()
-        return OutputRecord(f"{self.realm}.rejected", key, output_id, value)
+        """A ``rejected`` record; its detail and key are cut short (they may quote hostile input)."""
+        value = dict(outcome if isinstance(outcome, dict) else outcome.to_json())
+        value["detail"] = short(str(value["detail"]))
+        return OutputRecord(f"{self.realm}.rejected", short(key), output_id, value)
 
-    def _genesis(self, book: _Book, log: LogRecord, genesis: GenesisRecord) -> list[OutputRecord]:
-        """Start the realm from its genesis record; a second one, or one after a block, is refused."""
-        if book.genesis() is not None:
-            return [self._outcome(f"ingest/{log.log_id}", log.key, SimOutcome(
-                None, log.log_id, "rejected", "GenesisTooLate", "the realm already has a genesis or a block"))]
-        self._start(book, genesis)
+    def _refusal(self, log: LogRecord, status: str, reason: str, detail: str) -> OutputRecord:
+        """The outcome of a line refused when it arrives: ``block/<log id>`` for a ``blocks`` record,
+        ``ingest/<log id>`` for any other."""
+        if log.stream == "blocks" and isinstance(log.value, InputRecord):
+            return self._outcome(f"block/{log.log_id}", log.key,
+                                 SimOutcome(None, log.value.record_id, status, reason, detail))
+        return self._outcome(f"ingest/{log.log_id}", log.key, SimOutcome(None, log.log_id, status, reason, detail))
+
+    def _genesis(self, book: _Book, log: LogRecord,
+                 genesis: GenesisRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
+        """Start the realm from its first genesis record (refused if ``trusted_genesis`` pins another one), then
+        take the records held until it, in arrival order. A later genesis is refused."""
+        if self._machine_for(book) is not None:
+            return [self._refusal(log, "rejected", "GenesisTooLate", "the realm already has its genesis")], []
+        trusted = self.config.trusted_genesis.get(self.realm)
+        if trusted is not None and genesis.digest() != trusted:
+            detail = f"digest 0x{genesis.digest().hex()} is not the trusted 0x{trusted.hex()}"
+            return [self._refusal(log, "rejected", "UntrustedGenesis", detail)], []
+        machine = self._start(book, genesis)
+        immediate: list[OutputRecord] = []
+        steps: list[RelayStep] = []
+        for held in book.release(self.realm):
+            refused, ready = self._arrive(book, machine, held)
+            immediate += refused
+            steps += ready
+        return immediate, steps
+
+    def _hold(self, book: _Book, log: LogRecord) -> list[OutputRecord]:
+        """Keep a record that came before the realm's genesis (nothing can authenticate it yet), up to
+        ``max_held_before_genesis``."""
+        held = book.held_count()
+        if held >= self.config.max_held_before_genesis:
+            return [self._refusal(log, "rejected", "GenesisBacklogFull",
+                                  f"{held} records already wait for the realm's genesis")]
+        book.hold(log)
         return []
 
-    def _machine_for(self, book: _Book) -> RelayMachine:
-        """The realm's block machine, from the stored genesis (or an empty one, written now, if none came)."""
+    def _machine_for(self, book: _Book) -> RelayMachine | None:
+        """The realm's block machine, from the stored genesis; None while the realm has none."""
         if self._machine is None:
             genesis = book.genesis()
-            if genesis is None:
-                return self._start(book, _NO_GENESIS)
-            self._machine = self._make(genesis)
+            if genesis is not None:
+                self._machine = self._make(genesis)
         return self._machine
 
     def _make(self, genesis: GenesisRecord) -> RelayMachine:
@@ -149,17 +177,42 @@ class RelayStage:
         self._machine = machine
         return machine
 
-    def _record(self, book: _Book, log: LogRecord, record: InputRecord) -> OutputRecord | None:
-        """Buffer a record; a position seen before is a duplicate (same bytes or already included) or a conflict."""
-        earlier = book.buffered_at(record.stream, record.origin, record.position)
-        if record.position <= book.included(record.stream, record.origin) or earlier == record:
-            return self._outcome(f"ingest/{log.log_id}", record.origin, SimOutcome(
-                None, log.log_id, "ignored", "Duplicate", f"{record.record_id} was already received"))
-        if earlier is not None:
-            return self._outcome(f"ingest/{log.log_id}", record.origin, SimOutcome(
-                None, log.log_id, "rejected", "PositionConflict",
-                f"{record.record_id} was already received with other bytes"))
+    def _arrive(self, book: _Book, machine: RelayMachine, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
+        """A record or block of a realm that has its genesis: its refusal, or the blocks it made ready."""
+        record = log.value
+        assert isinstance(record, InputRecord)  # a genesis record never gets here
+        if record.stream == "blocks":
+            admitted = machine.admit_header(self.backend, record)
+            if isinstance(admitted, RecordOutcome):
+                return [self._outcome(f"block/{log.log_id}", log.key, admitted.to_json())], []
+            book.push_waiting(log.log_id, log.key, record, admitted)
+        else:
+            refused = self._record(book, machine, log, record)
+            if refused is not None:
+                return [refused], []
+        return [], self._ready_blocks(book)
+
+    def _record(self, book: _Book, machine: RelayMachine, log: LogRecord, record: InputRecord) -> OutputRecord | None:
+        """Buffer an authentic record at its position, or refuse it: not authentic (admission's ``Malformed``,
+        ``BadSignature``, ``NotMember``), a seqno its sender already used on this stream and origin (ignored
+        ``Duplicate``: a copy or a replay, wherever it was placed), or another envelope at a position already
+        received (``PositionConflict``: only the origin's own key can sign one)."""
+        try:
+            envelope = machine.admission.authenticate(record.stream, record.origin, record.value).envelope
+        except Unauthenticated as exc:
+            return self._refusal(log, "rejected", exc.reason.value, exc.detail)
+        stream, origin = record.stream, record.origin
+        received = book.received(stream, origin, envelope.sender)
+        if received is not None and envelope.seqno <= received:
+            return self._refusal(log, "ignored", "Duplicate",
+                                 f"seqno {envelope.seqno} of 0x{envelope.sender.hex()} on {stream}/{origin} was "
+                                 f"already received")
+        taken = book.buffered_at(stream, origin, record.position) is not None
+        if taken or record.position <= book.included(stream, origin):
+            return self._refusal(log, "rejected", "PositionConflict",
+                                 f"{record.record_id} was already received with another envelope")
         book.buffer(record)
+        book.set_received(stream, origin, envelope.sender, envelope.seqno)
         return None
 
     # -- blocks -------------------------------------------------------------------------------------
@@ -186,6 +239,7 @@ class RelayStage:
         """Apply one block with the records its manifest includes; a block the machine refuses leaves them
         buffered for a later block."""
         machine = self._machine_for(book)
+        assert machine is not None  # a block is queued only once the realm has its genesis
         records: list[InputRecord] = []
         for stream, origin, last in header.manifest:
             first = book.included(stream, origin) + 1
@@ -268,6 +322,9 @@ class _Book:
     """Stage R's bookkeeping in its StateTransaction (namespaces ``simulator.*``, JSON or SCALE values)."""
 
     GENESIS = "simulator.Genesis"
+    HELD = "simulator.Held"  # u64 BE arrival number -> {stream, key, offset, record} JSON, before the genesis
+    HELD_COUNT = "simulator.HeldCount"  # u64 LE: how many records are held
+    RECEIVED = "simulator.Received"  # slot ‖ sender -> u64 LE highest seqno buffered from it
     BUFFER = "simulator.Buffer"  # slot ‖ u64 BE position -> InputRecord JSON
     INCLUDED = "simulator.Included"  # slot -> u64 LE last included position
     WAITING = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
@@ -283,6 +340,37 @@ class _Book:
 
     def set_genesis(self, genesis: GenesisRecord) -> None:
         self.txn.set_value(self.GENESIS, canonical_json(genesis.to_json()).encode())
+
+    def held_count(self) -> int:
+        raw = self.txn.get_value(self.HELD_COUNT)
+        return 0 if raw is None else int.from_bytes(raw, "little")
+
+    def hold(self, log: LogRecord) -> None:
+        """Keep a record until the realm's genesis, after those already held."""
+        assert isinstance(log.value, InputRecord)
+        number = self.held_count()
+        body = {"stream": log.stream, "key": log.key, "offset": log.offset, "record": log.value.to_json()}
+        self.txn.put(self.HELD, number.to_bytes(8, "big"), canonical_json(body).encode())
+        self.txn.set_value(self.HELD_COUNT, (number + 1).to_bytes(8, "little"))
+
+    def release(self, realm: str) -> list[LogRecord]:
+        """Every held record, in arrival order, no longer held."""
+        held = []
+        for number, raw in sorted(self.txn.items(self.HELD).items()):
+            body = json.loads(raw)
+            held.append(LogRecord(realm, str(body["stream"]), str(body["key"]), int(body["offset"]),
+                                  InputRecord.from_json(body["record"])))
+            self.txn.delete(self.HELD, number)
+        self.txn.set_value(self.HELD_COUNT, None)
+        return held
+
+    def received(self, stream: str, origin: str, sender: bytes) -> int | None:
+        """The highest seqno of ``sender`` buffered on (stream, origin), if any."""
+        raw = self.txn.get(self.RECEIVED, _slot(stream, origin) + sender)
+        return None if raw is None else int.from_bytes(raw, "little")
+
+    def set_received(self, stream: str, origin: str, sender: bytes, seqno: int) -> None:
+        self.txn.put(self.RECEIVED, _slot(stream, origin) + sender, seqno.to_bytes(8, "little"))
 
     def included(self, stream: str, origin: str) -> int:
         raw = self.txn.get(self.INCLUDED, _slot(stream, origin))

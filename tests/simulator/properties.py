@@ -24,8 +24,9 @@ State = dict[tuple[int, bytes], bytes]
 
 @dataclass
 class Parsed:
-    """The input log, parsed naively: valid input records by id with their log ids, and block headers (None
-    when a ``blocks`` record carries no valid header)."""
+    """The input log, parsed naively: valid input records by id (the copy not refused at ingest, if given the
+    refused log ids) with the log ids of every copy, and block headers (None when a ``blocks`` record carries
+    no valid header)."""
 
     records: dict[str, InputRecord] = field(default_factory=dict)
     log_ids: dict[str, list[str]] = field(default_factory=dict)
@@ -42,11 +43,12 @@ def _header(record: InputRecord) -> BlockHeader | None:
         return None
 
 
-def parse_log(lines: list[str]) -> Parsed:
+def parse_log(lines: list[str], refused: frozenset[str] | set[str] = frozenset()) -> Parsed:
+    """``refused``: output ids of ``rejected`` records; a copy refused at ingest is not the record's value."""
     parsed = Parsed()
     offsets: Counter[str] = Counter()
     for line in lines:
-        if not line.strip():
+        if not line.strip(" \t\r\n"):
             continue
         parsed.lines += 1
         try:
@@ -77,7 +79,8 @@ def parse_log(lines: list[str]) -> Parsed:
             parsed.blocks.append((log_id, _header(record)))
             continue
         parsed.log_ids.setdefault(record.record_id, []).append(log_id)
-        parsed.records.setdefault(record.record_id, record)
+        if f"ingest/{log_id}" not in refused:
+            parsed.records.setdefault(record.record_id, record)
     return parsed
 
 
@@ -128,8 +131,11 @@ def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
         accounted.add(f"ingest/{log_id}")
     for record_id, log_ids in parsed.log_ids.items():
         first = [log_id for log_id in log_ids if f"ingest/{log_id}" not in rejected]
-        assert len(first) == 1, f"{record_id}: copies without an ingest outcome: {first}"
         accounted |= {f"ingest/{log_id}" for log_id in log_ids if log_id not in first}
+        if not first:  # every copy was refused on arrival: nothing holds the position
+            assert record_id not in included and not refused[record_id], record_id
+            continue
+        assert len(first) == 1, f"{record_id}: copies without an ingest outcome: {first}"
         assert refused[record_id] <= 1 if record_id in included else refused[record_id] == 1, record_id
         if refused[record_id]:
             accounted.add(f"outcome/{record_id}")
@@ -148,7 +154,7 @@ def _publishes(record: InputRecord) -> tuple[int, bytes, list[Publish]] | None:
 def expected_states(lines: list[str], outputs: list[dict[str, object]]) -> dict[int, State]:
     """The publishers' state after each sealed block, replayed from the log's Publish instructions in the order
     the relay executed the messages, with TTL expiry computed here (and checked against the KeyExpired events)."""
-    parsed = parse_log(lines)
+    parsed = parse_log(lines, {str(o["id"]) for o in outputs_by_topic(outputs).get("rejected", [])})
     messages: dict[tuple[int, bytes], list[Publish]] = {}
     for record in parsed.records.values():
         if record.stream == "upward" and (found := _publishes(record)) is not None:
@@ -185,10 +191,10 @@ def expected_states(lines: list[str], outputs: list[dict[str, object]]) -> dict[
 
 def subscriptions_in_force(lines: list[str], outputs: list[dict[str, object]]) -> dict[int, dict[int, dict[int, set[bytes]]]]:
     """Per subscriber, per block: the keys it follows while processing that block (declared in earlier blocks)."""
-    parsed = parse_log(lines)
     topics = outputs_by_topic(outputs)
     refused = {str(o["value"]["record"]) for o in topics.get("rejected", [])}  # type: ignore[index]
     rejected_ids = {str(o["id"]) for o in topics.get("rejected", [])}
+    parsed = parse_log(lines, rejected_ids)
     failed = {str(o["value"]["record"]) for o in topics.get("events", []) if o["value"].get("kind") == "CallFailed"}  # type: ignore[union-attr]
     seals = sorted(int(o["value"]["number"]) for o in topics.get("seals", []))  # type: ignore[index]
     headers = {h.number: h for log_id, h in parsed.blocks

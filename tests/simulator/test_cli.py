@@ -82,7 +82,8 @@ def test_workload_refuses_an_impossible_spec(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_simulate_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO((EXAMPLES / "minimal.jsonl").read_text()))
+    stdin = io.TextIOWrapper(io.BytesIO((EXAMPLES / "minimal.jsonl").read_bytes()))
+    monkeypatch.setattr("sys.stdin", stdin)
     assert main(["simulate", "-", "--quiet"]) == 0
     lines = (EXAMPLES / "minimal.jsonl").read_text().splitlines()
     assert capsys.readouterr().out.splitlines() == [record.to_line() for record in simulate(lines)]
