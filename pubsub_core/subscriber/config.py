@@ -27,6 +27,10 @@ class SubscriberConfig:
     - ``messages_collection_size_limit``: None = half the allowed PoV, so DMQ + HRMP may use it all.
     - ``min_pubsub_budget``: floor under the pub-sub budget; 0 = no minimum (seed 000, Decision 4).
     - ``max_publishers``: MaxPublishers, bound on publishers a subscriber follows.
+    - ``deliver_all_on_root_change``: when a publisher's root changes, call ``on_data_updated`` for every
+      subscribed key with data (seed 002, "Root changed") instead of only the keys whose value changed (seed 000's
+      dual-trie traversal, the default). True costs PoV: each such key's whole path and its value are read again
+      (from the cache or the proof), where the default stops at the first unchanged node.
     """
 
     max_trie_depth: int = 16
@@ -39,6 +43,7 @@ class SubscriberConfig:
     messages_collection_size_limit: int | None = None
     min_pubsub_budget: int = 0
     max_publishers: int = 100
+    deliver_all_on_root_change: bool = False
 
     def __post_init__(self) -> None:
         _at_least("max_trie_depth", self.max_trie_depth, 1)

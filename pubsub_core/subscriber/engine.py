@@ -434,8 +434,8 @@ class _Run:
                 index = step.index + 1
                 next_offset = step.depth + len(step.node.partial) + 1
                 next_id = ref if len(ref) == HASH_LEN else blake2_256(ref)
-                if index < len(old_path) and old_path[index].node_hash == next_id and (
-                    old_path[index].offset == next_offset
+                if not self.config.deliver_all_on_root_change and index < len(old_path) and (
+                    old_path[index].node_hash == next_id and old_path[index].offset == next_offset
                 ):
                     new_path.extend(old_path[index:])
                     unchanged = True
@@ -454,7 +454,8 @@ class _Run:
     def _deliver(
         self, para: int, key: bytes, new_root: bytes, holder: TriePathStep | None, last: EntryDigest | None
     ) -> EntryDigest | None:
-        """Compare the key's entry with the last delivered one; queue a SET or removal update if it changed."""
+        """Compare the key's entry with the last delivered one; queue a SET or removal update if it changed (or,
+        with ``deliver_all_on_root_change``, a SET of every key with data)."""
         now = self.ctx.relay_block_number
         node = None if holder is None else holder.node
         if node is None or node.value is None:
@@ -465,7 +466,7 @@ class _Run:
             self._queue(para, key, new_root, kind, b"", TtlState.timed_out(), _NO_ENTRY)
             return None
         entry_hash = node.value if node.value_hashed else blake2_256(node.value)
-        if last is not None and last.entry_hash == entry_hash:
+        if last is not None and last.entry_hash == entry_hash and not self.config.deliver_all_on_root_change:
             return last
         raw = node.value
         if node.value_hashed:
