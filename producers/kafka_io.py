@@ -247,15 +247,17 @@ def read_topic(
             if msg is None:
                 continue
             error = msg.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    if msg.offset() >= ends.get(msg.partition(), 0):
-                        done.add(msg.partition())
-                    continue
-                raise KafkaIOError(topic, error.str())
             partition, offset = msg.partition(), msg.offset()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                raise KafkaIOError(topic, error.str())
+            if partition is None or offset is None:
+                raise KafkaIOError(topic, "a fetched message has no partition or offset")
+            if error is not None:  # end of a partition
+                if offset >= ends.get(partition, 0):
+                    done.add(partition)
+                continue
             if offset < ends[partition]:
-                headers = tuple(msg.headers() or ())
+                headers = tuple((str(h[0]), h[1] if isinstance(h[1], bytes) else None) for h in msg.headers() or ())
                 records.append(ConsumedRecord(topic, partition, offset, msg.key(), msg.value(), headers))
             if offset + 1 >= ends[partition]:
                 done.add(partition)

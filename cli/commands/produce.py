@@ -122,7 +122,7 @@ class EventLogSender:
 
     def ensure(self, realm: str) -> None:
         if realm not in self.realms:
-            partitions = self.settings.topic_partitions
+            partitions = self.settings.views_partitions
             self.limits |= ensure_realm_topics(
                 self.settings, realm, partitions=partitions, max_message_bytes=self.max_message_bytes
             )
