@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cli.commands.produce",
     "cli.commands.job",
     "cli.commands.consume",
+    "cli.commands.verify",
     "cli.commands.simulate",
     "cli.commands.workload",
 )

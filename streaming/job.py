@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 
-from pubsub_core.stages.topics import VIEWS, output_topics, topic
-from streaming.kafka_broker import create_topics, ensure_kafka
+from producers.topics import ensure_realm_topics
+from streaming.kafka_broker import ensure_kafka
 from streaming.paths import runtime_dir
 from streaming.pipeline import (
     build_relay_query,
@@ -35,7 +35,7 @@ from streaming.settings import Settings, load_settings
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["BatchReport", "JobSummary", "add_job_arguments", "ensure_realm_topics", "main", "run_job",
+__all__ = ["BatchReport", "JobSummary", "add_job_arguments", "ensure_outputs", "main", "run_job",
            "settings_from_args"]
 
 
@@ -87,11 +87,10 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
                        {k: int(v) for k, v in metrics.items()}, heights, max(lags) if lags else None, duration)
 
 
-def ensure_realm_topics(settings: Settings, realms: Sequence[str]) -> None:
-    """Create each served realm's output topics and its seam topic (with ``views_partitions`` partitions)."""
+def ensure_outputs(settings: Settings, realms: Sequence[str]) -> None:
+    """Create each served realm's output and seam topics (``views_partitions`` partitions, topic limits set)."""
     for realm in realms:
-        create_topics(settings, [t for t in output_topics(realm) if not t.endswith("." + VIEWS)])
-        create_topics(settings, [topic(realm, VIEWS)], partitions=settings.views_partitions)
+        ensure_realm_topics(settings, realm, inputs=False, partitions=settings.views_partitions)
 
 
 def _realms_now(settings: Settings) -> list[str]:
@@ -137,7 +136,7 @@ def run_job(
 
     settings, _broker = ensure_kafka(settings)
     realms = _realms_now(settings)
-    ensure_realm_topics(settings, realms)
+    ensure_outputs(settings, realms)
     config = load_protocol_config(settings.protocol_config)
     key = seam_key(settings)
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
@@ -162,7 +161,7 @@ def run_job(
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
             if not available_now and time.monotonic() - last_scan > 2:
-                ensure_realm_topics(settings, [r for r in _realms_now(settings) if r not in realms])
+                ensure_outputs(settings, [r for r in _realms_now(settings) if r not in realms])
                 realms[:] = _realms_now(settings)
                 last_scan = time.monotonic()
         for name, query in queries:

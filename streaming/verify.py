@@ -1,0 +1,158 @@
+"""`pubsub verify`: run an event log through Kafka and the job, and compare every output topic with the simulator.
+
+The log is produced to the realms' topics (fresh: on the embedded broker they are reset first; on an external
+cluster they must not exist yet, or ``reset_topics`` deletes them), the job drains them (available-now, from a
+fresh checkpoint), and each output topic is read back and compared, by record id, with what ``pubsub simulate``
+writes for the same log. A stream never ends, so the simulator's end-of-input rejections (records no block
+included, blocks that never got their records) are not expected from the job; they are counted apart.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from producers.kafka_io import ProducedRecord, produce, read_outputs, route_event_log
+from producers.topics import ensure_realm_topics
+from pubsub_core.simulator import Simulator
+from pubsub_core.stages import LineRouter, OutputRecord
+from pubsub_core.stages.topics import OUTPUTS, input_topics, output_topics, topic
+from streaming.errors import BrokerError
+from streaming.job import BatchReport, JobSummary, run_job
+from streaming.kafka_broker import delete_topics, ensure_kafka
+from streaming.pipeline import load_protocol_config
+from streaming.settings import Settings
+
+__all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "verify_log"]
+
+
+@dataclass(frozen=True)
+class TopicComparison:
+    """One output topic: how the job's records compare with the simulator's, by id."""
+
+    topic: str
+    expected: int
+    matched: int
+    missing: int
+    extra: int
+    differing: int
+    duplicates: int
+    examples: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.differing)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    topics: tuple[TopicComparison, ...]
+    pending_at_end: int
+    job: JobSummary | None
+
+    @property
+    def ok(self) -> bool:
+        return all(t.ok for t in self.topics)
+
+
+def compare(expected: Iterable[str], actual: Iterable[str], topics: Sequence[str]) -> list[TopicComparison]:
+    """Per topic: ``expected``/``actual`` are canonical output lines (``{"id", "key", "topic", "value"}``).
+    A duplicate is a byte-identical extra copy (the Kafka sink is at-least-once); any other copy differs."""
+    import json
+
+    want: dict[str, dict[str, str]] = defaultdict(dict)
+    for line in expected:
+        body = json.loads(line)
+        want[body["topic"]][str(body["id"])] = line
+    got: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for line in actual:
+        body = json.loads(line)
+        got[body["topic"]][str(body["id"])].append(line)
+    result = []
+    for name in topics:
+        w, g = want.get(name, {}), got.get(name, {})
+        matched = sum(1 for i, line in w.items() if i in g and set(g[i]) == {line})
+        differing = [i for i, line in w.items() if i in g and set(g[i]) != {line}]
+        missing = [i for i in w if i not in g]
+        extra = [i for i in g if i not in w]
+        duplicates = sum(len(copies) - 1 for i, copies in g.items() if len(set(copies)) == 1)
+        examples = tuple(f"missing {i}" for i in missing[:2]) + tuple(f"extra {i}" for i in extra[:2]) + tuple(
+            f"differs {i}" for i in differing[:2])
+        result.append(TopicComparison(name, len(w), matched, len(missing), len(extra), len(differing), duplicates,
+                                      examples))
+    return result
+
+
+def expected_outputs(lines: Sequence[bytes], simulator: Simulator) -> tuple[list[OutputRecord], int]:
+    """The simulator's records for the log, and how many end-of-input rejections it would add."""
+    out: list[OutputRecord] = []
+    for line in lines:
+        out += simulator.feed_line(line.decode("utf-8", errors="replace"))
+    return out, len(simulator.finish())
+
+
+def _records(lines: Sequence[bytes], default_realm: str) -> tuple[list[ProducedRecord], set[str]]:
+    """The Kafka records of a log (what `pubsub produce` sends): routed lines, and the rejections of lines that
+    cannot be routed; and the realms they name."""
+    records: list[ProducedRecord] = []
+    for item in route_event_log(lines, LineRouter(default_realm)):
+        records.append(ProducedRecord.from_output(item) if isinstance(item, OutputRecord) else item[0])
+    return records, {r.topic.rpartition(".")[0] for r in records}
+
+
+def produce_log(lines: Sequence[bytes], settings: Settings, reset_topics: bool = False) -> list[str]:
+    """Produce an event log to fresh topics (as `pubsub produce` would); returns the realms it names.
+    ``settings`` must point at a serving cluster."""
+    config = load_protocol_config(settings.protocol_config)
+    records, realms = _records(lines, config.default_realm)
+    every = [t for realm in sorted(realms) for t in input_topics(realm) + output_topics(realm)]
+    from confluent_kafka.admin import AdminClient
+
+    existing = set(AdminClient(settings.kafka_client_config()).list_topics(timeout=10).topics) & set(every)
+    if existing and not reset_topics:
+        raise BrokerError(f"topics {sorted(existing)[:3]}... exist already on {settings.kafka_bootstrap}: "
+                          "verify needs fresh topics (pass --reset-topics to delete them)")
+    delete_topics(settings, sorted(existing))
+    for realm in sorted(realms):
+        ensure_realm_topics(settings, realm, partitions=settings.views_partitions)
+    produce(settings, records)
+    return sorted(realms)
+
+
+def check_outputs(lines: Sequence[bytes], settings: Settings, realms: Sequence[str],
+                  job: JobSummary | None = None) -> VerifyResult:
+    """Read every output topic of ``realms`` and compare it with the simulator on ``lines``."""
+    expected, pending = expected_outputs(lines, Simulator(load_protocol_config(settings.protocol_config)))
+    names = [topic(realm, kind) for realm in realms for kind in OUTPUTS]
+    actual = read_outputs(settings, names)
+    return VerifyResult(tuple(compare([r.to_line() for r in expected], actual, names)), pending, job)
+
+
+def verify_log(
+    lines: Sequence[bytes],
+    settings: Settings,
+    reset_topics: bool = False,
+    on_batch: Callable[[BatchReport], None] | None = None,
+    checkpoint: Path | None = None,
+) -> VerifyResult:
+    """Produce ``lines`` to fresh topics, run the job to the end of them (from ``checkpoint``, default a fresh
+    temporary folder), and compare each output topic. On the embedded broker (no bootstrap configured) the log's
+    topics are always reset."""
+    settings, broker = ensure_kafka(settings)
+    realms = produce_log(lines, settings, reset_topics or broker is not None)
+    with tempfile.TemporaryDirectory(prefix="pubsub-verify-") as scratch:
+        job_settings = replace(settings, checkpoint_dir=checkpoint or Path(scratch) / "checkpoint")
+        summary = run_job(job_settings, available_now=True, on_batch=on_batch)
+    return check_outputs(lines, settings, realms, summary)
+
+
+def summary_counts(result: VerifyResult) -> Counter[str]:
+    """Totals over every topic (for a one-line summary)."""
+    totals: Counter[str] = Counter()
+    for t in result.topics:
+        totals.update({"expected": t.expected, "matched": t.matched, "missing": t.missing, "extra": t.extra,
+                       "differing": t.differing, "duplicates": t.duplicates})
+    return totals

@@ -1,0 +1,166 @@
+"""The job's operators without Spark: Kafka as lists, the state store as MemoryBackends, any batching.
+
+Stage R's rows go to a seam "topic" whose records are then cut into batches (and replayed, as the
+at-least-once sink does after a crash) before Stage S reads them. Whatever the batching, the outputs must
+be the simulator's records, byte for byte, as a multiset (Kafka only orders within a partition).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pubsub_core.simulator import Simulator
+from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
+from state import MemoryBackend
+from streaming.operators import KafkaRow, OutRow, relay_rows, seam_record, subscriber_rows
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+KEY = b"k" * 32
+CONFIG = SimulatorConfig()
+
+
+def _line(row: OutRow) -> str:
+    return json.dumps({"id": row.id, "key": row.key, "topic": row.topic, "value": json.loads(row.value)},
+                      sort_keys=True, separators=(",", ":"))
+
+
+def expected(lines: list[bytes]) -> Counter[str]:
+    simulator = Simulator(CONFIG)
+    out: list[OutputRecord] = []
+    for line in lines:
+        out += simulator.feed_line(line.decode())
+    return Counter(r.to_line() for r in out)
+
+
+def kafka_inputs(lines: list[bytes]) -> tuple[list[KafkaRow], list[str]]:
+    """What `pubsub produce` writes: routed records at their offsets, and the rejections of the others."""
+    router = LineRouter(CONFIG.default_realm)
+    rows, refused = [], []
+    for line in lines:
+        if not line.strip():
+            continue
+        routed = router.route(line.decode())
+        if isinstance(routed, OutputRecord):
+            refused.append(routed.to_line())
+        else:
+            record, offset = routed
+            rows.append(KafkaRow(record.topic, 0, offset, record.key, record.value))
+    return rows, refused
+
+
+def batches(rows: list[KafkaRow], size: int | None, rng: random.Random) -> list[list[KafkaRow]]:
+    """Rows cut into micro-batches as maxOffsetsPerTrigger would, each batch shuffled (groups are unordered)."""
+    ordered = sorted(rows, key=lambda r: (r.offset, r.topic))
+    cut = [ordered] if size is None else [ordered[i:i + size] for i in range(0, len(ordered), size)]
+    for batch in cut:
+        rng.shuffle(batch)
+    return cut
+
+
+def run_pipeline(lines: list[bytes], size: int | None, seed: int, replay: bool = False) -> tuple[Counter[str], list[OutRow]]:
+    rng = random.Random(seed)
+    rows, refused = kafka_inputs(lines)
+    relay_backends: dict[str, MemoryBackend] = {}
+    out: list[str] = list(refused)
+    seam: list[OutRow] = []
+    for batch in batches(rows, size, rng):
+        by_realm: dict[str, list[KafkaRow]] = {}
+        for row in batch:
+            by_realm.setdefault(row.topic.rpartition(".")[0], []).append(row)
+        for realm, group in sorted(by_realm.items()):
+            produced = relay_rows(realm, group, relay_backends.setdefault(realm, MemoryBackend()), CONFIG, KEY)
+            out += [_line(r) for r in produced if not r.topic.endswith(".relay-views")]
+            seam += [r for r in produced if r.topic.endswith(".relay-views")]
+    views = [KafkaRow(r.topic, 0, i, r.key.encode(), r.value.encode()) for i, r in enumerate(seam)]
+    if replay:  # the sink wrote some views twice: copies at later offsets
+        views += [KafkaRow(v.topic, 0, len(views) + i, v.key, v.value) for i, v in enumerate(rng.sample(views, len(views) // 3))]
+    subscriber_backends: dict[tuple[str, str], MemoryBackend] = {}
+    for batch in batches(views, None if size is None else size * 2, rng):
+        groups: dict[tuple[str, str], list[KafkaRow]] = {}
+        for row in batch:
+            groups.setdefault((row.topic.rpartition(".")[0], (row.key or b"").decode()), []).append(row)
+        for (realm, subscriber), group in sorted(groups.items()):
+            backend = subscriber_backends.setdefault((realm, subscriber), MemoryBackend())
+            out += [_line(r) for r in subscriber_rows(realm, subscriber, group, backend, CONFIG, KEY)]
+    return Counter(out), seam
+
+
+@pytest.mark.parametrize("name", ["minimal.jsonl", "small.jsonl", "tight.jsonl"])
+@pytest.mark.parametrize("size", [1, 7, None])
+def test_operators_equal_the_simulator_whatever_the_batching(name: str, size: int | None) -> None:
+    lines = (EXAMPLES / name).read_bytes().splitlines()
+    got, _ = run_pipeline(lines, size, seed=len(name) + (size or 0))
+    assert got == expected(lines)
+
+
+def test_replayed_views_are_applied_once() -> None:
+    lines = (EXAMPLES / "small.jsonl").read_bytes().splitlines()
+    got, _ = run_pipeline(lines, 5, seed=3, replay=True)
+    assert got == expected(lines)
+
+
+def _views(lines: list[bytes]) -> list[KafkaRow]:
+    _, seam = run_pipeline(lines, None, seed=0)
+    return [KafkaRow(r.topic, 0, i, r.key.encode(), r.value.encode()) for i, r in enumerate(seam)]
+
+
+def test_a_forged_view_is_rejected_and_changes_nothing() -> None:
+    lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
+    views = _views(lines)
+    genuine = subscriber_rows("polkadot", "3000", views, MemoryBackend(), CONFIG, KEY)
+    body = json.loads(views[-1].value or b"")
+    body["view"]["nodes"] = []  # a cheating seam writer without the key: the MAC no longer matches
+    forged = KafkaRow(views[0].topic, 0, 99, b"3000", json.dumps(body).encode())
+    wrong_key = KafkaRow(views[0].topic, 0, 100, b"3000", seam_record_with(views[1], b"x" * 32))
+    out = subscriber_rows("polkadot", "3000", [forged, wrong_key, *views], MemoryBackend(), CONFIG, KEY)
+    rejected = [json.loads(r.value) for r in out if r.topic == "polkadot.rejected"]
+    assert [r["reason"] for r in rejected] == ["ForgedView", "ForgedView"]
+    assert [r for r in out if r.topic != "polkadot.rejected"] == genuine
+
+
+def seam_record_with(view_row: KafkaRow, key: bytes) -> bytes:
+    from pubsub_core.stages import RelayView
+
+    view = RelayView.from_json(json.loads(view_row.value or b"")["view"])
+    return seam_record(view, key).value.encode()
+
+
+def test_a_differing_replay_of_an_applied_view_is_a_typed_rejection() -> None:
+    lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
+    views = _views(lines)
+    from pubsub_core.stages import RelayView
+
+    first = RelayView.from_json(json.loads(views[0].value or b"")["view"])
+    changed = seam_record(RelayView(**{**{f: getattr(first, f) for f in first.__slots__}, "max_pov_size": 1}), KEY)
+    backend = MemoryBackend()
+    subscriber_rows("polkadot", "3000", views, backend, CONFIG, KEY)
+    out = subscriber_rows("polkadot", "3000", [KafkaRow(views[0].topic, 0, 50, b"3000", changed.value.encode())],
+                          backend, CONFIG, KEY)
+    assert [json.loads(r.value)["reason"] for r in out] == ["ViewConflict"]
+
+
+def test_views_out_of_order_wait_for_their_predecessor() -> None:
+    lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
+    views = _views(lines)
+    in_order = subscriber_rows("polkadot", "3000", views, MemoryBackend(), CONFIG, KEY)
+    backend = MemoryBackend()
+    late_first = subscriber_rows("polkadot", "3000", views[1:], backend, CONFIG, KEY)
+    assert late_first == []
+    assert subscriber_rows("polkadot", "3000", views[:1], backend, CONFIG, KEY) == in_order
+
+
+def test_an_output_over_the_ceiling_becomes_a_rejection(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streaming.operators as operators
+
+    monkeypatch.setattr(operators, "MAX_RECORD_BYTES", 500)
+    lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
+    rows, _ = kafka_inputs(lines)
+    out = relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
+    too_large = [json.loads(r.value) for r in out if r.id.startswith("too-large/")]
+    assert too_large and all(r["reason"] == "RecordTooLarge" for r in too_large)
+    assert all(len(r.value) <= 500 for r in out)
