@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pubsub_core.broadcaster import BroadcasterConfig
-from pubsub_core.codec.scale import encode_u32
-from pubsub_core.codec.types import U32_MAX, PublishedEntry
+from pubsub_core.codec.types import U32_MAX, PublishedEntry, SubscribedKey
+from pubsub_core.hashing import blake2_256
 from pubsub_core.subscriber import (
     CheatingCollatorError,
     CheatingReason,
@@ -43,19 +43,19 @@ def test_budget_calculation() -> None:
     assert floored.remaining == 0 and floored.pubsub == 64_000
 
 
-def test_light_block_with_large_pubsub_budget() -> None:
+def test_light_block_with_large_pub_sub_budget() -> None:
     budget = pubsub_budget(5 * MB, [], [100_000] * 5, SubscriberConfig())
     assert budget.allowed_pov_size == 4_250_000
     assert budget.pubsub == 3_750_000
 
 
-def test_heavy_block_with_small_pubsub_budget() -> None:
+def test_heavy_block_with_small_pub_sub_budget() -> None:
     budget = pubsub_budget(5 * MB, [500_000] * 4, [500_000] * 4, SubscriberConfig())
     assert budget.dmq_bytes + budget.hrmp_bytes == 4 * MB
     assert budget.pubsub == 250_000
 
 
-def test_full_block_with_no_pubsub_budget() -> None:
+def test_full_block_with_no_pub_sub_budget() -> None:
     h = Harness()
     h.publish(1000, {key("A"): entry(b"a")})
     subs = subs_of({1000: [key("A")]})
@@ -109,18 +109,44 @@ def test_weight_exhausted_mid_processing() -> None:
     assert not (later - full_first) & set(h.proofs[-1].nodes)
 
 
+def shuffled(paras: list[int], relay_block_hash: bytes) -> list[int]:
+    """The documented order of non-system paras, computed here independently of the engine's ordering module."""
+    return sorted(paras, key=lambda para: blake2_256(relay_block_hash + para.to_bytes(4, "little")))
+
+
 def test_cursor_resumption_with_wrap_around() -> None:
-    h = Harness()
+    """Seed 002's scenario with non-system publishers A, B, C, so each block orders them by its own shuffle. The
+    cursor (B, K2) is left by a real Incomplete block; the next block (every value changed) starts there, goes on
+    in its own order and wraps around to the items before the cursor."""
+    config = exact_budget_config()
+    h = Harness(config=config)
     k1, k2, k3 = (bytes([i]) * 32 for i in (1, 2, 3))
-    a, b, c = 1000, 1001, 1002
-    h.publish(a, {k1: entry(b"A1"), k2: entry(b"A2")})
-    h.publish(b, {k1: entry(b"B1"), k2: entry(b"B2"), k3: entry(b"B3")})
-    h.publish(c, {k1: entry(b"C1")})
-    txn = h.txn()
-    txn.set_value(st.CURSOR, encode_u32(b) + k2)
-    txn.commit()
-    outcome = h.block(subs_of({a: [k1, k2], b: [k1, k2, k3], c: [k1]}))
-    assert [u.value for u in outcome.updates] == [b"B2", b"B3", b"C1", b"A1", b"A2", b"B1"]
+    a, b, c = 3000, 3001, 3002
+    subscribed = {a: [k1, k2], b: [k1, k2, k3], c: [k1]}
+    names = {(a, k1): b"A1", (a, k2): b"A2", (b, k1): b"B1", (b, k2): b"B2", (b, k3): b"B3", (c, k1): b"C1"}
+
+    def publish(version: bytes) -> None:
+        for para in subscribed:
+            h.publish(para, {k: entry(names[(para, k)] + version) for k in subscribed[para]})
+
+    publish(b"")
+    subs = subs_of(subscribed)
+    first_order = shuffled([a, b, c], h.context().relay_block_hash)
+    assert first_order != sorted(first_order), "this block's shuffle is not ParaId order"
+    predictions = ((n, h.predict(subs, h.context(n)).pov) for n in range(500, 5_000, 10))
+    budget = next(n for n, pov in predictions if (pov.cursor_publisher, pov.cursor_key) == (b, k2))
+    first = h.block(subs, max_pov=budget)
+    assert first.result is ProcessingResult.INCOMPLETE
+    assert processing_cursor(h.txn()) == (b, SubscribedKey(k2))
+    items = [(para, k) for para in first_order for k in subscribed[para]]
+    assert [u.value for u in first.updates] == [names[i] for i in items[: items.index((b, k2))]]
+    publish(b"'")
+    second_order = shuffled([a, b, c], h.context().relay_block_hash)
+    assert second_order != first_order, "the order changes from block to block"
+    items = [(para, k) for para in second_order for k in subscribed[para]]
+    start = items.index((b, k2))
+    outcome = h.block(subs)
+    assert [u.value for u in outcome.updates] == [names[i] + b"'" for i in items[start:] + items[:start]]
     assert outcome.result is ProcessingResult.COMPLETE
     assert processing_cursor(h.txn()) is None
 
@@ -156,15 +182,25 @@ def test_proof_validation_all_nodes_accessed() -> None:
 
 
 def test_proof_validation_incomplete_at_weight_limit() -> None:
+    """Incomplete is valid only when one more read (db_read + the largest node or value) cannot be paid. The budget
+    and the reserve are computed here from the block's inputs, not taken from the engine's record."""
     config = exact_budget_config()
     h = Harness(config=config)
     keys = [key(f"k{i}") for i in range(40)]
     h.publish(1000, {k: entry(k * 10) for k in keys})
-    outcome = h.block(subs_of({1000: keys}), max_pov=9_000)
+    max_pov = 9_000
+    outcome = h.block(subs_of({1000: keys}), max_pov=max_pov)
     assert outcome.result is ProcessingResult.INCOMPLETE
-    meter = WeightMeter(config.budget_weight(outcome.pov.budget.pubsub))
-    meter.consume(Weight(outcome.pov.consumed_ref_time, outcome.pov.consumed_proof_size))
-    assert not meter.can_consume(config.min_step), "Incomplete is accepted only at the budget limit"
+    budget = max_pov * 100 // 100  # pov_percent 100, no downward or horizontal messages
+    largest_value_node = len(PublishedEntry(bytes(BroadcasterConfig().max_value_length), 1, 1).encode())
+    reserve = max(750, largest_value_node)
+    proof = h.proofs[-1]
+    pov = outcome.pov
+    assert pov.budget.pubsub == budget and pov.proof_bytes == proof.size
+    used = proof.size + pov.cache_read_bytes + pov.state_read_bytes
+    assert used <= budget < used + reserve, "stopped only when one more largest read could not be paid"
+    reads = len(proof.nodes) + pov.cache_hits
+    assert pov.consumed_ref_time >= reads * 25_000_000 and pov.consumed_ref_time + 25_000_000 <= config.ref_time_limit
     assert processing_cursor(h.txn()) is not None
 
 

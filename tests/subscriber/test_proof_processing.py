@@ -52,26 +52,32 @@ def test_unsubscribed_key_paths_not_accessed() -> None:
 
 
 def test_budget_limit_enforced_with_combined_tracking() -> None:
-    h = Harness(config=SubscriberConfig(pov_percent=100))
+    """Seed 002: proof and cache reads share one budget. Half the keys are cached by a first block; adding the other
+    half reads their shared branches from the cache and their leaves and values from the proof, in comparable
+    amounts (like the scenario's 600 KB + 600 KB), and the cache bytes are what stops the block."""
+    config = SubscriberConfig(pov_percent=100)
+    h = Harness(config=config)
     keys = sorted(key(f"k{i}") for i in range(400))
-    h.publish(1000, {k: entry(k * 20) for k in keys})
+    h.publish(1000, {k: entry(k + k[:8]) for k in keys})  # 40-byte values: V1 value nodes, never cached
+    h.block(subs_of({1000: keys[::2]}), max_pov=10_000_000)
     subs = subs_of({1000: keys})
-    h.block(subs, max_pov=10_000_000)
-    h.publish(1000, {k: entry(k * 21) for k in keys[::2]})
-    budget = 60_000
+    full = h.predict(subs, h.context(10_000_000)).pov
+    assert full.cache_read_bytes > full.proof_bytes // 2 > 0, "both parts are substantial"
+    budget = full.consumed_proof_size // 2
     outcome = h.block(subs, max_pov=budget)
+    pov = outcome.pov
     assert outcome.result is ProcessingResult.INCOMPLETE
-    assert outcome.pov.state_read_bytes > 0, "subscriber storage reads count against the budget too"
-    assert outcome.pov.consumed_proof_size <= budget
-    assert outcome.pov.consumed_proof_size == (
-        outcome.pov.proof_bytes + outcome.pov.cache_read_bytes + outcome.pov.state_read_bytes
-    )
-    assert outcome.pov.cursor_publisher == 1000 and outcome.pov.cursor_key is not None
-    # Resumes at the cursor and finishes; every changed key is delivered exactly once over the two blocks.
+    assert pov.consumed_proof_size == pov.proof_bytes + pov.cache_read_bytes + pov.state_read_bytes <= budget
+    assert pov.cache_hits > 0 and pov.cache_read_bytes > config.min_step.proof_size
+    # The meter stopped because of the combined total: without the cache bytes one more read would have fit.
+    assert pov.consumed_proof_size + config.min_step.proof_size > budget
+    assert pov.consumed_proof_size - pov.cache_read_bytes + config.min_step.proof_size <= budget
+    assert pov.cursor_publisher == 1000 and pov.cursor_key is not None
+    assert h.proofs[-1].size == pov.proof_bytes, "off-chain, the remaining nodes were left out of the proof"
+    # Resumes at the cursor and finishes; every added key is delivered exactly once over the two blocks.
     rest = h.block(subs, max_pov=10_000_000)
     assert rest.result is ProcessingResult.COMPLETE
-    delivered = [u.key for u in outcome.updates + rest.updates]
-    assert sorted(delivered) == sorted(keys[::2])
+    assert sorted(u.key for u in outcome.updates + rest.updates) == sorted(keys[1::2])
 
 
 def test_state_is_read_in_few_large_calls() -> None:

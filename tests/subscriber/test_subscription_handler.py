@@ -15,7 +15,7 @@ from pubsub_core.subscriber import (
 from pubsub_core.subscriber.errors import NoCachedNodesError
 import pytest
 
-from tests.subscriber.harness import SUBSCRIBER, Harness, entry, key, subs_of
+from tests.subscriber.harness import SUBSCRIBER, Harness, entry, key, path_nodes, subs_of
 
 
 class RecordingHandler:
@@ -60,11 +60,14 @@ def test_adding_subscriptions() -> None:
     h = Harness()
     h.publish(1000, {key("A"): entry(b"a"), key("B"): entry(b"b")})
     h.block(subs_of({1000: [key("A")]}))
+    assert set(cached_nodes(h.txn(), 1000)) == set(path_nodes(h, 1000, [key("A")]))
     # The publisher's root does not change, yet the new key is fetched, delivered and cached.
     outcome = h.block(subs_of({1000: [key("A"), key("B")]}))
     assert [(u.publisher, u.key, u.value) for u in outcome.updates] == [(1000, key("B"), b"b")]
-    before = set(cached_nodes(h.txn(), 1000))
-    assert before, "the paths of A and B are cached"
+    cached = set(cached_nodes(h.txn(), 1000))
+    path_a, path_b = set(path_nodes(h, 1000, [key("A")])), set(path_nodes(h, 1000, [key("B")]))
+    assert path_b - path_a, "B's path has nodes of its own"
+    assert cached == path_a | path_b, "the new key's path was cached, and nothing else"
     assert h.block(subs_of({1000: [key("A"), key("B")]})).updates == ()
 
 

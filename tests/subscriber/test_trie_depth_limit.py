@@ -107,12 +107,24 @@ def test_re_enable_disabled_publisher() -> None:
 
 
 def test_depth_limit_bounds_cache_size() -> None:
-    h = Harness(config=SubscriberConfig(max_trie_depth=8))
-    keys = [key(f"k{i}") for i in range(1000)]
-    h.publish(1000, {k: entry(b"value-%d" % i) for i, k in enumerate(keys)})
-    subscribed = keys[:100]
-    h.block(subs_of({1000: subscribed}))
-    cache = cached_nodes(h.txn(), 1000)
-    assert 0 < len(cache) <= len(subscribed) * 8
-    assert all(len(node) <= h.config.max_cached_node_size for node in cache.values())
-    assert all(decode_node(node) is not None for node in cache.values()), "structure nodes only"
+    """Seed 002: with MaxTrieDepth 8 and 100 subscribed keys, a key path has at most 8 nodes and the cache at most
+    100 * 8. Both bounds are reached: each key sits exactly 8 nodes deep, in its own publisher's child trie (so no
+    node is shared), and every node of every path is cached."""
+    limit, publishers = 8, range(1000, 1100)
+    h = Harness(config=SubscriberConfig(max_trie_depth=limit))
+    target = bytes(32)
+    for para in publishers:
+        h.publish(para, {k: entry(b"v%d" % i) for i, k in enumerate(deep_keys(limit - 1))})
+    assert {path_length(h, para, target) for para in publishers} == {limit}
+    outcome = h.block(subs_of({para: [target] for para in publishers}))
+    assert len(outcome.updates) == len(publishers) and not disabled_publishers(h.txn())
+    caches = [cached_nodes(h.txn(), para) for para in publishers]
+    assert [len(cache) for cache in caches] == [limit] * len(publishers)
+    assert sum(len(cache) for cache in caches) == len(publishers) * limit
+    for cache in caches:
+        assert all(len(node) <= h.config.max_cached_node_size for node in cache.values())
+        assert all(decode_node(node) is not None for node in cache.values()), "structure nodes only"
+    # One level deeper is over the bound: the publisher is disabled and caches nothing.
+    h.publish(1000, {k: entry(b"w%d" % i) for i, k in enumerate(deep_keys(limit))})
+    h.block(subs_of({para: [target] for para in publishers}))
+    assert 1000 in disabled_publishers(h.txn()) and cached_nodes(h.txn(), 1000) == {}
