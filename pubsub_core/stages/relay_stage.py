@@ -183,8 +183,9 @@ class RelayStage:
         assert isinstance(record, InputRecord)  # a genesis record never gets here
         if record.stream == "blocks":
             admitted = machine.admit_header(self.backend, record)
-            if isinstance(admitted, RecordOutcome):
-                return [self._outcome(f"block/{log.log_id}", log.key, admitted.to_json())], []
+            if isinstance(admitted, RecordOutcome):  # refused on arrival: no block number (that would depend
+                # on how far the chain got, i.e. on how the topics interleave)
+                return [self._refusal(log, admitted.status.value, str(admitted.reason), admitted.detail)], []
             book.push_waiting(log.log_id, log.key, record, admitted)
         else:
             refused = self._record(book, machine, log, record)
