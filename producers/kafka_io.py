@@ -36,7 +36,6 @@ __all__ = [
     "read_topic",
     "route_event_log",
     "send",
-    "synthetic_records",
 ]
 
 TOO_LARGE = "RecordTooLarge"
@@ -111,15 +110,6 @@ def _json_or_text(data: bytes | None) -> object:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return data.decode("utf-8", errors="replace")
-
-
-def synthetic_records(topic: str, count: int, keys: int, start: int = 0) -> Iterator[ProducedRecord]:
-    """`count` small JSON records spread round-robin over `keys` keys ("key-0".."key-{keys-1}"); deterministic.
-    (The skeleton job's input; `pubsub demo` and its integration tests use it.)"""
-    for i in range(start, start + count):
-        key = f"key-{i % keys}"
-        value = json.dumps({"n": i, "key": key}, sort_keys=True, separators=(",", ":"))
-        yield ProducedRecord(topic, key.encode(), value.encode())
 
 
 def route_event_log(

@@ -54,9 +54,6 @@ class Settings:
     kafka_sasl_password: Secret | None = None
     topic_prefix: str = "polkadot."
     """The realm: every topic name starts with it."""
-    input_topic: str = "skeleton-in"
-    output_topic: str = "skeleton-out"
-    rejected_topic: str = "rejected"
     topic_partitions: int = 2
     spark_master: str = "local[2]"
     shuffle_partitions: int = 2
@@ -74,10 +71,9 @@ class Settings:
     """JSON protocol settings (docs/simulator.md, "Configuration"), the same file `pubsub simulate --config` takes."""
 
     def __post_init__(self) -> None:
-        for name in ("input_topic", "output_topic", "rejected_topic"):
-            full = self.topic(getattr(self, name))
-            if not _TOPIC.match(full):
-                raise SettingsError(name, full, "settings", "a Kafka topic name is 1-249 of [A-Za-z0-9._-]")
+        if not _TOPIC.match(self.topic("x")):
+            raise SettingsError("topic_prefix", self.topic_prefix, "settings",
+                                "a Kafka topic name is 1-249 of [A-Za-z0-9._-]")
         if self.kafka_security_protocol not in _SECURITY_PROTOCOLS:
             raise SettingsError(
                 "kafka_security_protocol", self.kafka_security_protocol, "settings", f"one of {_SECURITY_PROTOCOLS}"
@@ -97,18 +93,6 @@ class Settings:
     def topic(self, name: str) -> str:
         """The full topic name in this realm."""
         return f"{self.topic_prefix}{name}"
-
-    @property
-    def input(self) -> str:
-        return self.topic(self.input_topic)
-
-    @property
-    def output(self) -> str:
-        return self.topic(self.output_topic)
-
-    @property
-    def rejected(self) -> str:
-        return self.topic(self.rejected_topic)
 
     def with_bootstrap(self, bootstrap: str) -> Settings:
         """The same settings pointed at a running broker (used once the embedded one is up)."""

@@ -1,106 +1,210 @@
-"""`pubsub demo`: the walking skeleton end to end on the embedded broker, in two runs, with a checked summary."""
+"""`pubsub demo`: the protocol end to end on the embedded broker: a seeded workload through Kafka and the Spark job,
+what the subscribers received, PoV per block, rejections, and the job compared with the simulator record by record."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
+import string
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, settings_from
-from producers.kafka_io import ProducedRecord, produce, read_topic, synthetic_records
-from streaming.kafka_broker import EmbeddedKafka, create_topics, delete_topics, ensure_kafka
-from streaming.paths import runtime_dir
+from cli.commands.common import console
+from cli.commands.verify import comparison_table
+
+DEMO_REALM = "demo"
+"""The demo's realm: its topics (``demo.*``) are reset on every run; the job serves only this realm."""
+DEMO_MAX_POV = 3000
+"""Relay blocks' max PoV size in the demo: small on purpose, so some blocks use up the subscribers' proof budget
+and continue from a cursor in the next block (result ``incomplete``)."""
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="run the skeleton end to end and print what it did",
+        help="run the protocol end to end through Kafka and Spark and print what it did",
         description=(
-            "Start (or reuse) the embedded Kafka broker, send records and two malformed ones, run the Spark job, "
-            "send more, run the job again from its checkpoint, then read the output back and check it: every input "
-            "reflected once, per-key counts exact, state continued across the restart, bad input rejected."
+            "Start (or reuse) the embedded Kafka broker, generate a seeded workload (a system and two registered "
+            "publishers, three subscribers, TTLs that expire, some bad records), produce it to fresh "
+            f"'{DEMO_REALM}.*' topics, run the Spark job over it (Stage R, then Stage S; available-now), then print "
+            "what each subscriber received, proof bytes per block and subscriber, rejections by reason, and the "
+            "job's outputs compared record by record with the one-process simulator. Exit 0 only if they are equal."
         ),
     )
-    add_kafka_arguments(parser)
-    parser.add_argument("--count", type=int, default=200, help="records per run (default: 200)")
-    parser.add_argument("--keys", type=int, default=8, help="distinct keys (default: 8)")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT",
+                        help=f"external Kafka (default: the embedded broker); its '{DEMO_REALM}.*' topics are reset")
+    parser.add_argument("--seed", type=int, default=9, help="workload seed (default: 9)")
+    parser.add_argument("--blocks", type=int, default=12, help="relay blocks with traffic (default: 12)")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=50, metavar="N",
+                        help="records per micro-batch and query (default: 50, so the relay takes a few batches)")
+    parser.add_argument("--rows", type=int, default=6, metavar="N", help="updates shown per subscriber (default: 6)")
     parser.add_argument("--keep-broker", action="store_true", help="leave the embedded broker running afterwards")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.job import build_query
-    from streaming.spark_session import build_spark
+    from producers.kafka_io import read_outputs
+    from producers.workload import WorkloadSpec, generate
+    from pubsub_core.stages.topics import topic
+    from streaming.kafka_broker import EmbeddedKafka, ensure_kafka
+    from streaming.paths import runtime_dir
+    from streaming.settings import load_settings
+    from streaming.verify import verify_log
 
     started = time.monotonic()
+    spec = WorkloadSpec(seed=args.seed, blocks=args.blocks, publishers=2, system_publishers=1, subscribers=3,
+                        bad_records=0.1, ttl_mix=((0, 0.6), (3, 0.4)), quiet_blocks=4, max_pov_size=DEMO_MAX_POV,
+                        realm=DEMO_REALM)
+    counts: Counter[str] = Counter()
+    lines = [line.encode() for block in generate(spec, counts) for line in block]
     checkpoint = runtime_dir() / "checkpoints" / "demo"
-    settings = settings_from(args, topic_prefix=args.topic_prefix or "demo.", checkpoint_dir=checkpoint)
+    settings = load_settings(
+        overrides={"kafka_bootstrap": args.bootstrap, "realms": DEMO_REALM, "checkpoint_dir": checkpoint,
+                   "max_offsets_per_trigger": args.max_offsets_per_trigger},
+        config_file=args.config,
+    )
     broker = EmbeddedKafka()
     with console.status("Starting Kafka"):
         settings, embedded = ensure_kafka(settings, broker)
-    where = "embedded broker" if embedded else "external cluster"
-    console.print(f"[bold]1.[/] Kafka: {where} at {settings.kafka_bootstrap}")
-    topics = [settings.input, settings.output, settings.rejected]
-    delete_topics(settings, topics)
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    create_topics(settings, topics)
-    console.print(f"   fresh topics {', '.join(topics)}; checkpoint {checkpoint}")
     try:
-        with console.status("Starting Spark (local mode, RocksDB state store)"):
-            spark = build_spark(settings, app_name="rfc0160-pubsub-demo")
-        total_rows = 0
-        for run_number in (1, 2):
-            records = list(synthetic_records(settings.input, args.count, args.keys, start=(run_number - 1) * args.count))
-            if run_number == 1:
-                records += [ProducedRecord(settings.input, None, b'{"n": -1}'), ProducedRecord(settings.input, b"key-0", b"not json")]
-            produce(settings, records)
-            console.print(f"[bold]{run_number + 1}.[/] produced {len(records)} records; running the job (available-now)")
-            t0 = time.monotonic()
-            query = build_query(spark, settings, available_now=True, query_name=f"demo_run_{run_number}")
-            try:
-                query.awaitTermination()
-            finally:
-                query.stop()
-            rows = sum(int(p["numInputRows"]) for p in query.recentProgress)
-            total_rows += rows
-            console.print(f"   job processed {rows} input rows in {len(query.recentProgress)} batches, {time.monotonic() - t0:.1f}s")
-        output = read_topic(settings, settings.output)
-        rejected = read_topic(settings, settings.rejected)
+        where = "embedded broker" if embedded else "external cluster"
+        console.print(f"[bold]1.[/] Kafka: {where} at {settings.kafka_bootstrap}")
+        _print_workload(spec, counts, len(lines))
+        console.print(f"[bold]3.[/] producing it to fresh '{DEMO_REALM}.*' topics and running the Spark job "
+                      f"(local mode, available-now; checkpoint {checkpoint}):")
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        result = verify_log(lines, settings, reset_topics=True, checkpoint=checkpoint,
+                            on_batch=lambda report: console.print("   " + report.line()))
+        names = {kind: topic(DEMO_REALM, kind) for kind in ("updates", "pov", "rejected")}
+        outputs = _by_topic(read_outputs(settings, list(names.values())))
     finally:
         if embedded is not None and embedded.started_here and not args.keep_broker:
             embedded.stop()
-    return _report(output, rejected, args.count * 2, args.keys, total_rows, time.monotonic() - started)
+    if result.job is not None:
+        job = result.job
+        console.print(f"   job done: {job.batches} batches, {job.input_rows} input rows, relay height "
+                      f"{job.heights.get(DEMO_REALM, 0)}, {job.seconds:.1f}s")
+    console.print("[bold]4.[/] what the job wrote")
+    console.print(_updates_table(outputs[names["updates"]], args.rows))
+    console.print(_pov_table(outputs[names["pov"]]))
+    console.print(_rejections_table(outputs[names["rejected"]]))
+    console.print("[bold]5.[/] the job's outputs against the simulator's, topic by topic")
+    console.print(comparison_table(result))
+    for t in result.topics:
+        for example in t.examples:
+            console.print(f"   {t.topic}: {example}")
+    total = sum(t.expected for t in result.topics)
+    ok = result.ok and total > 0 and sum(t.matched for t in result.topics) == total
+    seconds = time.monotonic() - started
+    if ok:
+        console.print(f"Demo finished in {seconds:.1f}s: every one of {total} output records equals the simulator's; "
+                      "[bold green]all checks passed[/].")
+        return 0
+    console.print(f"Demo finished in {seconds:.1f}s: [bold red]CHECKS FAILED[/]: the job's outputs differ from the "
+                  "simulator's (table above).")
+    return 1
 
 
-def _report(output: list[Any], rejected: list[Any], sent: int, keys: int, rows: int, seconds: float) -> int:
-    """Check and print the outcome; exit code 1 if a check fails."""
-    bodies = [json.loads(r.value) for r in output]
-    ids = Counter(body["id"] for body in bodies)
-    final: dict[str, int] = {}
-    for body in bodies:
-        final[body["key"]] = max(final.get(body["key"], 0), body["seq"])
-    table = Table(title="Per-key state after two runs")
-    for column in ("key", "records", "last seq", "last digest"):
-        table.add_column(column)
-    for key in sorted(final):
-        last = max((b for b in bodies if b["key"] == key), key=lambda b: b["seq"])
-        table.add_row(key, str(sum(1 for b in bodies if b["key"] == key)), str(final[key]), last["digest"][:16] + "…")
-    console.print(table)
-    checks = {
-        f"every input reflected: {len(ids)} distinct output ids for {sent} good records": len(ids) == sent,
-        f"no duplicates: {len(bodies) - len(ids)} repeated records": len(bodies) == len(ids),
-        f"state continued across runs: per-key counts sum to {sum(final.values())}": sum(final.values()) == sent
-        and len(final) == keys,
-        f"bad input rejected, not fatal: {len(rejected)} records on the rejected topic": len(rejected) == 2,
-        f"input rows read by the job: {rows}": rows == sent + 2,
-    }
-    for text, ok in checks.items():
-        console.print(f"   {'[green]ok[/]' if ok else '[red]FAILED[/]'}  {text}")
-    console.print(f"Demo finished in {seconds:.1f}s: {'all checks passed' if all(checks.values()) else 'CHECKS FAILED'}.")
-    return 0 if all(checks.values()) else 1
+def _print_workload(spec: Any, counts: Counter[str], lines: int) -> None:
+    bad = {name.removeprefix("bad: "): n for name, n in sorted(counts.items()) if name.startswith("bad: ")}
+    ttls = ", ".join(f"{ttl or 'none'}: {weight:.0%}" for ttl, weight in spec.ttl_mix)
+    console.print(
+        f"[bold]2.[/] workload (seed {spec.seed}): {lines} log lines, {counts['blocks']} relay blocks "
+        f"(max PoV {spec.max_pov_size} bytes); {spec.system_publishers} system and {spec.publishers} registered "
+        f"publishers, {spec.subscribers} subscribers; {counts['publishes']} publishes (TTL in blocks {ttls}), "
+        f"{counts['downward messages']} downward and {counts['horizontal messages']} horizontal messages; "
+        f"{sum(bad.values())} bad records ({', '.join(f'{k} {n}' for k, n in bad.items()) or 'none'})"
+    )
+
+
+def _by_topic(lines: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Output lines grouped by topic, one per record id (the Kafka sink is at-least-once), in id order."""
+    seen: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for line in lines:
+        body = json.loads(line)
+        seen[body["topic"]].setdefault(str(body["id"]), body)
+    return defaultdict(list, {name: list(records.values()) for name, records in seen.items()})
+
+
+def _short_hex(text: str, keep: int = 8) -> str:
+    return "0x" + (text if len(text) <= 2 * keep else f"{text[:keep]}…{text[-4:]}")
+
+
+def _short_value(hex_value: str, keep: int = 24) -> str:
+    data = bytes.fromhex(hex_value)
+    if data and all(chr(b) in string.printable and b not in (0x0B, 0x0C) for b in data):
+        text = data.decode("ascii").replace("\n", " ")
+        return repr(text if len(text) <= keep else text[:keep] + "…")
+    shown = _short_hex(hex_value, keep // 2)
+    return f"{shown} ({len(data)} B)"
+
+
+def _updates_table(records: list[dict[str, Any]], rows: int) -> Table:
+    table = Table(title=f"on_data_updated per subscriber ({DEMO_REALM}.updates), first {rows} of each")
+    for column in ("subscriber", "relay block", "publisher", "key", "value"):
+        table.add_column(column, justify="right" if column in ("relay block", "publisher") else "left")
+    by_subscriber: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_subscriber[int(record["value"]["subscriber"])].append(record["value"])
+    for subscriber in sorted(by_subscriber):
+        updates = sorted(by_subscriber[subscriber], key=lambda u: (u["relay_block_number"], u["seq"]))
+        kinds = Counter(u["kind"] for u in updates)
+        for index, update in enumerate(updates[:rows]):
+            value = _short_value(update["value"]) if update["kind"] == "set" else f"[yellow]({update['kind']})[/]"
+            table.add_row(str(subscriber) if index == 0 else "", str(update["relay_block_number"]),
+                          str(update["publisher"]), _short_hex(update["key"]), value)
+        summary = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        more = f"… {len(updates) - rows} more" if len(updates) > rows else "all shown"
+        table.add_row("", "", "", f"[dim]{more}[/]", f"[dim]{len(updates)} in all: {summary}[/]", end_section=True)
+    if not by_subscriber:
+        table.add_row("(none)", "", "", "", "")
+    return table
+
+
+def _pov_table(records: list[dict[str, Any]]) -> Table:
+    pov: dict[int, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for record in records:
+        value = record["value"]
+        pov[int(value["relay_block_number"])][int(value["subscriber"])] = value
+    subscribers = sorted({s for per_block in pov.values() for s in per_block})
+    table = Table(title=f"PoV per relay block ({DEMO_REALM}.pov): proof bytes / pub-sub budget, result")
+    table.add_column("block", justify="right")
+    for subscriber in subscribers:
+        table.add_column(f"subscriber {subscriber}", justify="right")
+    results: Counter[str] = Counter()
+    for block in sorted(pov):
+        cells = []
+        for subscriber in subscribers:
+            value = pov[block].get(subscriber)
+            if value is None:
+                cells.append("")
+                continue
+            results[value["result"]] += 1
+            result = value["result"] if value["result"] == "complete" else f"[yellow]{value['result']}[/]"
+            cells.append(f"{value['proof_bytes']} / {value['budget']['pubsub']} {result}")
+        table.add_row(str(block), *cells)
+    table.caption = ", ".join(f"{n} {result}" for result, n in sorted(results.items())) or "no PoV records"
+    return table
+
+
+def _rejections_table(records: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"rejections by reason ({DEMO_REALM}.rejected)")
+    for column in ("reason", "status", "count", "example"):
+        table.add_column(column, justify="right" if column == "count" else "left")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        value = record["value"]
+        groups[(str(value.get("reason")), str(value.get("status")))].append(value)
+    for (reason, status), values in sorted(groups.items()):
+        detail = str(values[0].get("detail", ""))
+        table.add_row(reason, status, str(len(values)), detail if len(detail) <= 70 else detail[:69] + "…")
+    if not groups:
+        table.add_row("(none)", "", "0", "")
+    return table

@@ -3,21 +3,18 @@
 - `kafka_settings` (session): Settings pointing at a serving cluster. $PUBSUB_KAFKA_BOOTSTRAP if set; else, with
   PUBSUB_TEST_KAFKA=testcontainers and a Docker engine, testcontainers' Kafka; else the embedded KRaft broker from
   jvm/lib/kafka, started in a temporary folder and stopped at the end of the session.
-- `job_settings` (function): kafka_settings with a fresh topic prefix (its topics created) and a fresh checkpoint.
 - `spark` (session): the project's local Spark session (streaming.spark_session.build_spark).
 """
 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from streaming.kafka_broker import EmbeddedKafka, create_topics
+from streaming.kafka_broker import EmbeddedKafka
 from streaming.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -48,20 +45,6 @@ def kafka_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting
         yield base.with_bootstrap(info.bootstrap)
     finally:
         broker.stop()
-
-
-@pytest.fixture
-def job_settings(kafka_settings: Settings, tmp_path: Path) -> Settings:
-    settings = load_settings(
-        overrides={
-            "kafka_bootstrap": kafka_settings.kafka_bootstrap,
-            "topic_prefix": f"t{uuid.uuid4().hex[:10]}.",
-            "checkpoint_dir": tmp_path / "checkpoint",
-            "trigger_seconds": 0.5,
-        }
-    )
-    create_topics(settings, [settings.input, settings.output, settings.rejected])
-    return settings
 
 
 @pytest.fixture(scope="session")

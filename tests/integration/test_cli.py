@@ -7,7 +7,7 @@ import pytest
 
 from cli.main import COMMAND_MODULES, build_parser, main
 
-MINE = ("demo", "broker", "produce", "job", "consume")
+MINE = ("demo", "broker", "produce", "job", "consume", "verify")
 
 
 @pytest.mark.parametrize("command", MINE)

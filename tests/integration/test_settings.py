@@ -19,7 +19,7 @@ def test_later_sources_win(tmp_path: Path) -> None:
     assert settings.spark_master == "spark://127.0.0.1:7077"  # environment over file
     assert settings.topic_partitions == 3  # flag over file
     assert settings.kafka_bootstrap is None  # a None flag is "not given"
-    assert settings.input == "kusama.skeleton-in"
+    assert settings.topic("updates") == "kusama.updates"
 
 
 def test_the_password_is_never_printed() -> None:
@@ -39,7 +39,7 @@ def test_the_password_is_never_printed() -> None:
     ("overrides", "name"),
     [
         ({"kafka_bootstrap": "no-port"}, "kafka_bootstrap"),
-        ({"topic_prefix": "bad prefix "}, "input_topic"),
+        ({"topic_prefix": "bad prefix "}, "topic_prefix"),
         ({"shuffle_partitions": 0}, "shuffle_partitions"),
         ({"trigger_seconds": "soon"}, "trigger_seconds"),
         ({"kafka_security_protocol": "TLS"}, "kafka_security_protocol"),
