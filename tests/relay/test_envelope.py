@@ -16,7 +16,10 @@ from pubsub_core.envelope import (
     RateCounter,
     Signer,
     Topic,
+    Unauthenticated,
     Verdict,
+    authenticate,
+    verify_signature,
 )
 from pubsub_core.errors import PubSubError
 from tests.relay.helpers import fresh_txn
@@ -183,3 +186,47 @@ def test_replays_are_ignored_exactly_once_admitted(seqnos: list[int]) -> None:
 
 def test_key_registry_json_round_trip() -> None:
     assert KeyRegistry.from_json(REGISTRY.to_json()) == REGISTRY
+
+
+@pytest.mark.parametrize("raw, origin, reason", [
+    (b"\x00" * 10, "2000", "Malformed"),
+    (COLLATOR.sign(UPWARD, 1, b"x").encode(), "02000", "Malformed"),
+    (Envelope(COLLATOR.public_key, 1, UPWARD, b"y", COLLATOR.sign(UPWARD, 1, b"x").signature).encode(), "2000",
+     "BadSignature"),
+    (STRANGER.sign(UPWARD, 1, b"x").encode(), "2000", "NotMember"),
+    (COLLATOR.sign(Topic("kusama", "upward", "2000"), 1, b"x").encode(), "2000", "NotMember"),
+])
+def test_authenticate_is_admissions_stateless_steps(raw: bytes, origin: str, reason: str) -> None:
+    with pytest.raises(Unauthenticated) as refused:
+        authenticate(REGISTRY, "polkadot", "upward", origin, raw)
+    assert refused.value.reason_code == reason
+    assert admit(raw, origin=origin) == (Verdict.REJECT, reason)
+    passed = authenticate(REGISTRY, "polkadot", "upward", "2000", GOOD)
+    assert passed.envelope == Envelope.decode(GOOD) and passed.origin == Origin.parse("upward", "2000")
+
+
+def test_a_record_authenticated_on_arrival_is_not_verified_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pubsub_core.envelope.admission as module
+
+    calls: list[Envelope] = []
+
+    def counting(envelope: Envelope) -> bool:
+        calls.append(envelope)
+        return verify_signature(envelope)
+
+    monkeypatch.setattr(module, "verify_signature", counting)
+    admission = Admission(REGISTRY)
+    admission.authenticate("upward", "2000", GOOD)
+    assert admit(GOOD, admission) == (Verdict.ACCEPT, None)
+    assert len(calls) == 1
+    assert admit(GOOD, admission)[0] is Verdict.ACCEPT and len(calls) == 2  # remembered once, then verified
+
+
+@pytest.mark.parametrize("body", [
+    [], {"para_keys": []}, {"para_keys": {"-1": []}}, {"para_keys": {"07": []}}, {"para_keys": {"7": "0x00"}},
+    {"accounts": ["0x00"]}, {"root_keys": [7]}, {"author_keys": "0x" + "11" * 32}, {"colour": []},
+    {"para_keys": {"1" * 5000: []}},
+])
+def test_key_registry_json_is_strict(body: object) -> None:
+    with pytest.raises(ValueError):
+        KeyRegistry.from_json(body)

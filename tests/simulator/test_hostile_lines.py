@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 from functools import cache
+from typing import Any
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -68,7 +69,7 @@ def hostile_lines(rng: random.Random) -> list[bytes]:
                                                                          "position": 0, "value": "0x00"}}).encode(),
         json.dumps({"topic": "kusama.upward", "key": "2000", "value": genuine[0].to_json()}).encode(),
     ]
-    bad: dict[str, object]
+    bad: Any
     for bad in ({"registry": []}, {"registry": {"para_keys": {"-1": []}}}, {"registry": {"para_keys": {"7": "0x00"}}},
                 {"registry": {"author_keys": ["0x00"]}}, {"registry": {"colour": []}}, {"endowments": {"0x00": 1}},
                 {"endowments": {"0x" + "11" * 32: -1}}, {"endowments": {"0x" + "11" * 32: 1.5}},
