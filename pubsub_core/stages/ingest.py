@@ -48,7 +48,11 @@ DETAIL_LIMIT = 200
 _KAFKA_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 """A legal Kafka topic name; a line naming anything else is numbered within ``?``."""
 
-_STRUCTURE = re.compile(r'["\\\[\]{}]')
+_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+"?', re.S)
+"""A JSON string, or an unterminated one up to the end: it always matches, so nothing is scanned twice."""
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
+_OPENINGS = re.compile(r"[\[{]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,28 +76,19 @@ def is_blank(line: str | bytes) -> bool:
 
 
 def _too_deep(text: str, limit: int) -> bool:
-    """Whether arrays and objects nest deeper than ``limit`` outside strings: one pass over the structural
-    characters, without recursion, so it is safe on any input (``json.loads`` recurses)."""
-    depth, in_string, skip = 0, False, -1
-    for match in _STRUCTURE.finditer(text):
-        at = match.start()
-        if at < skip:
-            continue
-        char = match.group()
-        if in_string:
-            if char == "\\":
-                skip = at + 2
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
+    """Whether arrays and objects nest deeper than ``limit`` outside strings, without recursion (``json.loads``
+    recurses) and at C speed (whole strings, then everything but brackets, are removed by regular expressions
+    that never rescan; then each pass removes the innermost pairs, one level per pass). For text that is not
+    balanced JSON, the levels removed plus the longest run of openings left are counted."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    for level in range(limit + 1):
+        if not brackets:
+            return False
+        reduced = _INNERMOST.sub("", brackets)
+        if reduced == brackets:
+            return level + max(map(len, _OPENINGS.findall(brackets)), default=0) > limit
+        brackets = reduced
+    return True
 
 
 def _text(data: str | bytes, what: str, reason: str, max_bytes: int) -> str:

@@ -191,3 +191,15 @@ def test_nesting_is_capped_before_parsing_and_brackets_in_strings_do_not_count()
     outcome = ingest_record(routed[0].topic, routed[0].key, routed[0].value, routed[1], "polkadot")
     assert isinstance(outcome, OutputRecord) and outcome.value["reason"] == "MalformedRecord"
     assert "nests" not in str(outcome.value["detail"])
+
+
+@given(st.lists(st.sampled_from(["[", "{\"k\":"]), min_size=25, max_size=40), st.sampled_from(["1", '"]]}}\\"[{"']))
+def test_the_nesting_cap_counts_exactly_the_levels_of_the_line(openers: list[str], leaf: str) -> None:
+    """The line's own object is a level: a value nested 31 deep passes, 32 deep is refused (any mix of arrays,
+    objects, and strings holding brackets and escaped quotes)."""
+    closers = "".join("]" if opener == "[" else "}" for opener in reversed(openers))
+    value = "".join(openers) + leaf + closers
+    assert json.loads(value) is not None
+    routed = LineRouter("polkadot").route('{"topic": "polkadot.upward", "key": "2000", "value": ' + value + "}")
+    refused = isinstance(routed, OutputRecord) and "nests deeper" in str(routed.value["detail"])
+    assert refused == (len(openers) > 31)
