@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from cli.commands.common import console
@@ -65,9 +66,12 @@ def run(args: argparse.Namespace) -> int:
     counts: Counter[str] = Counter()
     lines = [line.encode() for block in generate(spec, counts) for line in block]
     checkpoint = runtime_dir() / "checkpoints" / "demo"
+    protocol = runtime_dir() / "demo" / "protocol.json"  # lines that name no realm go to demo.rejected too
+    protocol.parent.mkdir(parents=True, exist_ok=True)
+    protocol.write_text(json.dumps({"default_realm": DEMO_REALM}) + "\n")
     settings = load_settings(
         overrides={"kafka_bootstrap": args.bootstrap, "realms": DEMO_REALM, "checkpoint_dir": checkpoint,
-                   "max_offsets_per_trigger": args.max_offsets_per_trigger},
+                   "max_offsets_per_trigger": args.max_offsets_per_trigger, "protocol_config": protocol},
         config_file=args.config,
     )
     broker = EmbeddedKafka()
@@ -137,19 +141,20 @@ def _short_hex(text: str, keep: int = 8) -> str:
     return "0x" + (text if len(text) <= 2 * keep else f"{text[:keep]}…{text[-4:]}")
 
 
-def _short_value(hex_value: str, keep: int = 24) -> str:
+def _short_value(hex_value: str, keep: int = 16) -> str:
     data = bytes.fromhex(hex_value)
-    if data and all(chr(b) in string.printable and b not in (0x0B, 0x0C) for b in data):
+    if not data:
+        return "(empty)"
+    if all(chr(b) in string.printable and b not in (0x0B, 0x0C) for b in data):
         text = data.decode("ascii").replace("\n", " ")
-        return repr(text if len(text) <= keep else text[:keep] + "…")
-    shown = _short_hex(hex_value, keep // 2)
-    return f"{shown} ({len(data)} B)"
+        return escape(repr(text if len(text) <= keep else text[:keep] + "…"))
+    return f"{_short_hex(hex_value)} {len(data)} B"
 
 
 def _updates_table(records: list[dict[str, Any]], rows: int) -> Table:
     table = Table(title=f"on_data_updated per subscriber ({DEMO_REALM}.updates), first {rows} of each")
-    for column in ("subscriber", "relay block", "publisher", "key", "value"):
-        table.add_column(column, justify="right" if column in ("relay block", "publisher") else "left")
+    for column in ("subscriber", "block", "publisher", "key", "value"):
+        table.add_column(column, justify="right" if column in ("block", "publisher") else "left")
     by_subscriber: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         by_subscriber[int(record["value"]["subscriber"])].append(record["value"])
@@ -162,7 +167,7 @@ def _updates_table(records: list[dict[str, Any]], rows: int) -> Table:
                           str(update["publisher"]), _short_hex(update["key"]), value)
         summary = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
         more = f"… {len(updates) - rows} more" if len(updates) > rows else "all shown"
-        table.add_row("", "", "", f"[dim]{more}[/]", f"[dim]{len(updates)} in all: {summary}[/]", end_section=True)
+        table.add_row("", "", "", f"[dim]{more}[/]", f"[dim]{summary}[/]", end_section=True)
     if not by_subscriber:
         table.add_row("(none)", "", "", "", "")
     return table
@@ -174,10 +179,13 @@ def _pov_table(records: list[dict[str, Any]]) -> Table:
         value = record["value"]
         pov[int(value["relay_block_number"])][int(value["subscriber"])] = value
     subscribers = sorted({s for per_block in pov.values() for s in per_block})
-    table = Table(title=f"PoV per relay block ({DEMO_REALM}.pov): proof bytes / pub-sub budget, result")
+    table = Table(title=f"PoV per relay block ({DEMO_REALM}.pov): proof/budget bytes, ✓ = complete")
     table.add_column("block", justify="right")
     for subscriber in subscribers:
-        table.add_column(f"subscriber {subscriber}", justify="right")
+        table.add_column(f"sub {subscriber}", justify="right")
+    if not subscribers:
+        table.add_column("subscribers")
+        table.add_row("", "(none)")
     results: Counter[str] = Counter()
     for block in sorted(pov):
         cells = []
@@ -187,8 +195,8 @@ def _pov_table(records: list[dict[str, Any]]) -> Table:
                 cells.append("")
                 continue
             results[value["result"]] += 1
-            result = value["result"] if value["result"] == "complete" else f"[yellow]{value['result']}[/]"
-            cells.append(f"{value['proof_bytes']} / {value['budget']['pubsub']} {result}")
+            result = "[green]✓[/]" if value["result"] == "complete" else f"[yellow]{value['result']}[/]"
+            cells.append(f"{value['proof_bytes']}/{value['budget']['pubsub']} {result}")
         table.add_row(str(block), *cells)
     table.caption = ", ".join(f"{n} {result}" for result, n in sorted(results.items())) or "no PoV records"
     return table
@@ -196,15 +204,17 @@ def _pov_table(records: list[dict[str, Any]]) -> Table:
 
 def _rejections_table(records: list[dict[str, Any]]) -> Table:
     table = Table(title=f"rejections by reason ({DEMO_REALM}.rejected)")
-    for column in ("reason", "status", "count", "example"):
-        table.add_column(column, justify="right" if column == "count" else "left")
+    table.add_column("reason", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("count", justify="right", no_wrap=True)
+    table.add_column("example", no_wrap=True, overflow="ellipsis", max_width=36)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         value = record["value"]
         groups[(str(value.get("reason")), str(value.get("status")))].append(value)
     for (reason, status), values in sorted(groups.items()):
         detail = str(values[0].get("detail", ""))
-        table.add_row(reason, status, str(len(values)), detail if len(detail) <= 70 else detail[:69] + "…")
+        table.add_row(escape(reason), escape(status), str(len(values)), escape(detail))
     if not groups:
         table.add_row("(none)", "", "0", "")
     return table
