@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine, and are safe to run again:
-#   make demo   set up, then run the walking skeleton end to end on the embedded Kafka broker
+#   make demo   set up, then run the protocol through Kafka and the Spark job on the embedded broker, checked
 #   make test   set up, then run the whole test suite (Kafka and Spark tests included)
 # `make setup` alone creates .venv (pip install -e '.[dev]') and fetches the JVM jars with Maven into jvm/lib/.
 
