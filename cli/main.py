@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cli.commands.demo",
     "cli.commands.broker",
     "cli.commands.produce",
+    "cli.commands.author",
     "cli.commands.job",
     "cli.commands.consume",
     "cli.commands.verify",

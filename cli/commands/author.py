@@ -1,0 +1,122 @@
+"""`pubsub author`: the relay block author of one realm (producers/author.py), one block per block time."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from dataclasses import replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from cli.commands.common import add_kafka_arguments, console, settings_from
+from cli.commands.simulate import load_config
+from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
+from pubsub_core.envelope import Signer
+from streaming.kafka_broker import ensure_kafka
+
+KEY_ENV = "PUBSUB_AUTHOR_KEY"
+"""The environment variable holding the author's 32-byte ed25519 seed as hex (when --key-file is not given)."""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "author",
+        help="write a realm's relay blocks every block time (the block author)",
+        description=(
+            "Every block time, take the records that arrived on <realm>.upward, .horizontal and .extrinsics since "
+            "the last block, keep those Stage R buffers on arrival (decodable, authenticated against the realm's "
+            "genesis registry, a fresh seqno, a free position), and write the next block to <realm>.blocks: per "
+            "stream and origin, the contiguous run of such positions after the last included one, within the "
+            "block limits, signed with the author key. Resumes after the last block on the topic; a newer author "
+            "of the realm fences this one (Kafka transactional.id pubsub-author-<realm>). One line per block on "
+            "stdout; Ctrl-C stops after the current block."
+        ),
+        epilog="Key handling, fencing and resume: docs/operations.md, 'The block author'.",
+    )
+    add_kafka_arguments(parser)
+    parser.add_argument("--realm", required=True, metavar="NAME", help="the realm whose blocks to write")
+    parser.add_argument("--block-time", type=float, default=6.0, metavar="SECONDS", help="time between blocks (default: 6)")
+    parser.add_argument("--key-file", type=Path, metavar="FILE",
+                        help=f"file holding the author's 32-byte ed25519 seed as hex (default: ${KEY_ENV})")
+    limits = AuthorLimits()
+    parser.add_argument("--max-records-per-block", type=int, default=None, metavar="N",
+                        help=f"records per block, all streams (default: the relay's max_messages_per_block, "
+                             f"{limits.max_records})")
+    parser.add_argument("--max-bytes-per-block", type=int, default=None, metavar="BYTES",
+                        help=f"envelope bytes per block (default: {limits.max_bytes}, the 5 MiB PoV)")
+    parser.add_argument("--max-pov-size", type=int, default=DEFAULT_MAX_POV_SIZE, metavar="BYTES",
+                        help=f"the blocks' max_pov_size (default: {DEFAULT_MAX_POV_SIZE})")
+    parser.add_argument("--session-index", type=int, default=0, metavar="N", help="session index (default: 0)")
+    parser.add_argument("--session-every", type=int, metavar="N",
+                        help="advance the session index every N block numbers (default: never)")
+    parser.add_argument("--protocol-config", type=Path, metavar="FILE",
+                        help="the protocol JSON config of `pubsub simulate --config` (admission and router limits, "
+                             "trusted_genesis; default: the settings' protocol_config, else the defaults)")
+    parser.add_argument("--genesis-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="how long to wait for the realm's genesis record (default: 60)")
+    stop = parser.add_mutually_exclusive_group()
+    stop.add_argument("--once", action="store_true", help="write a single block, then exit")
+    stop.add_argument("--blocks", type=int, metavar="N", help="stop after N blocks")
+    parser.set_defaults(func=run)
+
+
+def read_key(realm: str, key_file: Path | None) -> Signer:
+    """The author key from ``key_file``, else from $PUBSUB_AUTHOR_KEY; never printed."""
+    if key_file is not None:
+        try:
+            text = key_file.read_text()
+        except OSError as exc:
+            raise AuthorKeyError(realm, str(key_file), exc.strerror or "unreadable") from exc
+        return parse_key(realm, text, str(key_file))
+    from_env = os.environ.get(KEY_ENV)
+    if from_env is None:
+        raise AuthorKeyError(realm, f"${KEY_ENV}", f"not set (give --key-file or set {KEY_ENV})")
+    return parse_key(realm, from_env, f"${KEY_ENV}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.block_time < 0 or (args.blocks is not None and args.blocks < 1):
+        console.print("[red]--block-time cannot be negative and --blocks must be at least 1.[/]")
+        return 2
+    signer = read_key(args.realm, args.key_file)
+    settings, _ = ensure_kafka(settings_from(args))
+    protocol = load_config(args.protocol_config or settings.protocol_config)
+    admission = replace(protocol.admission, realm=args.realm)
+    try:
+        limits = AuthorLimits.from_relay(admission, protocol.router, max_records=args.max_records_per_block,
+                                         max_bytes=args.max_bytes_per_block)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 2
+    author = BlockAuthor(settings, args.realm, signer, limits=limits, admission=admission,
+                         max_pov_size=args.max_pov_size, session_index=args.session_index,
+                         session_every=args.session_every, trusted_genesis=protocol.trusted_genesis.get(args.realm))
+    stopping: list[int] = []
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        chain = author.start(args.genesis_timeout)
+        after = "genesis" if chain.number is None else f"block {chain.number} (0x{chain.hash.hex()[:8]})"
+        console.print(f"author of {args.realm}: key 0x{signer.public_key.hex()[:16]}..., resuming after {after}")
+        limit = 1 if args.once else args.blocks
+        written = 0
+        while limit is None or written < limit:
+            report = author.step(args.block_time, lambda: bool(stopping))
+            if report is None:
+                break
+            written += 1
+            print(report.line(), flush=True)
+            if stopping:
+                break
+    finally:
+        author.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stopping:
+        console.print(f"author of {args.realm}: stopped after {written} blocks")
+    return 0
