@@ -137,12 +137,18 @@ def _by_topic(lines: list[str]) -> dict[str, list[dict[str, Any]]]:
     return defaultdict(list, {name: list(records.values()) for name, records in seen.items()})
 
 
+def _digits(hex_text: str) -> str:
+    """The hex digits of a byte string as output records carry it (``0x``-prefixed; bare digits accepted too)."""
+    return hex_text.removeprefix("0x")
+
+
 def _short_hex(text: str, keep: int = 8) -> str:
-    return "0x" + (text if len(text) <= 2 * keep else f"{text[:keep]}…{text[-4:]}")
+    digits = _digits(text)
+    return "0x" + (digits if len(digits) <= 2 * keep else f"{digits[:keep]}…{digits[-4:]}")
 
 
 def _short_value(hex_value: str, keep: int = 16) -> str:
-    data = bytes.fromhex(hex_value)
+    data = bytes.fromhex(_digits(hex_value))
     if not data:
         return "(empty)"
     if all(chr(b) in string.printable and b not in (0x0B, 0x0C) for b in data):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
+from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.codec.scale import ScaleDecodeError, encode_u32
 from pubsub_core.codec.types import PublishedEntry, SubscribedKey, TtlState
 from pubsub_core.hashing import blake2_256
@@ -89,16 +90,16 @@ class Subscriptions:
         return cls(tuple((para, tuple(keys)) for para, keys in mapping.items()), weight or Weight())
 
     def to_json(self) -> dict[str, Any]:
-        """``{"entries": [{"publisher": 1000, "keys": [hex, ...]}, ...], "weight": {...}}``."""
+        """``{"entries": [{"publisher": 1000, "keys": ["0x…", ...]}, ...], "weight": {...}}``."""
         return {
-            "entries": [{"publisher": para, "keys": [key.hash.hex() for key in keys]} for para, keys in self.entries],
+            "entries": [{"publisher": para, "keys": [hex_0x(key.hash) for key in keys]} for para, keys in self.entries],
             "weight": self.weight.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Subscriptions:
         entries = tuple(
-            (int(item["publisher"]), tuple(SubscribedKey(bytes.fromhex(key)) for key in item["keys"]))
+            (int(item["publisher"]), tuple(SubscribedKey(unhex_0x(key)) for key in item["keys"]))
             for item in data["entries"]
         )
         return cls(entries, Weight.from_json(data.get("weight", {"ref_time": 0, "proof_size": 0})))

@@ -1,7 +1,8 @@
 """Output records of the subscriber side, with the JSON form the simulator and the Spark job carry on Kafka.
 
-Every record is a frozen dataclass with ``to_json() -> dict`` and ``from_json(dict)``; bytes are lowercase hex
-without ``0x``; ``id`` is deterministic, so a record re-emitted after a restart is byte-identical.
+Every record is a frozen dataclass with ``to_json() -> dict`` and ``from_json(dict)``; bytes are 0x-prefixed
+lowercase hex (``hex_0x``), as in every output record; ``id`` is deterministic, so a record re-emitted after a
+restart is byte-identical.
 docs/subscriber.md shows each JSON form.
 """
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.codec.scale import encode_u32
 from pubsub_core.codec.types import TtlKind, TtlState
 from pubsub_core.hashing import blake2_256
@@ -45,11 +47,11 @@ def ttl_state_from_json(data: dict[str, Any]) -> TtlState:
 
 
 def _hex(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
+    return None if data is None else hex_0x(data)
 
 
 def _unhex(data: str | None) -> bytes | None:
-    return None if data is None else bytes.fromhex(data)
+    return None if data is None else unhex_0x(data)
 
 
 class UpdateKind(Enum):
@@ -99,22 +101,22 @@ class Update:
             + kind_byte
             + self.entry_hash
         )
-        return blake2_256(material).hex()
+        return hex_0x(blake2_256(material))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "subscriber": self.subscriber,
             "relay_block_number": self.relay_block_number,
-            "relay_block_hash": self.relay_block_hash.hex(),
+            "relay_block_hash": hex_0x(self.relay_block_hash),
             "seq": self.seq,
             "publisher": self.publisher,
-            "key": self.key.hex(),
+            "key": hex_0x(self.key),
             "kind": self.kind.value,
-            "value": self.value.hex(),
+            "value": hex_0x(self.value),
             "ttl_state": ttl_state_to_json(self.ttl_state),
-            "child_root": self.child_root.hex(),
-            "entry_hash": self.entry_hash.hex(),
+            "child_root": hex_0x(self.child_root),
+            "entry_hash": hex_0x(self.entry_hash),
         }
 
     @classmethod
@@ -122,15 +124,15 @@ class Update:
         update = cls(
             subscriber=int(data["subscriber"]),
             relay_block_number=int(data["relay_block_number"]),
-            relay_block_hash=bytes.fromhex(data["relay_block_hash"]),
+            relay_block_hash=unhex_0x(data["relay_block_hash"]),
             seq=int(data["seq"]),
             publisher=int(data["publisher"]),
-            key=bytes.fromhex(data["key"]),
+            key=unhex_0x(data["key"]),
             kind=UpdateKind(data["kind"]),
-            value=bytes.fromhex(data["value"]),
+            value=unhex_0x(data["value"]),
             ttl_state=ttl_state_from_json(data["ttl_state"]),
-            child_root=bytes.fromhex(data["child_root"]),
-            entry_hash=bytes.fromhex(data["entry_hash"]),
+            child_root=unhex_0x(data["child_root"]),
+            entry_hash=unhex_0x(data["entry_hash"]),
         )
         if "id" in data and data["id"] != update.id:
             raise ValueError(f"update id {data['id']} does not match its content ({update.id})")
@@ -218,18 +220,18 @@ class RelayProof:
     def to_json(self) -> dict[str, Any]:
         return {
             "relay_block_number": self.relay_block_number,
-            "relay_block_hash": self.relay_block_hash.hex(),
-            "relay_root": self.relay_root.hex(),
-            "nodes": [node.hex() for node in self.nodes],
+            "relay_block_hash": hex_0x(self.relay_block_hash),
+            "relay_root": hex_0x(self.relay_root),
+            "nodes": [hex_0x(node) for node in self.nodes],
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RelayProof:
         return cls(
             relay_block_number=int(data["relay_block_number"]),
-            relay_block_hash=bytes.fromhex(data["relay_block_hash"]),
-            relay_root=bytes.fromhex(data["relay_root"]),
-            nodes=tuple(bytes.fromhex(node) for node in data["nodes"]),
+            relay_block_hash=unhex_0x(data["relay_block_hash"]),
+            relay_root=unhex_0x(data["relay_root"]),
+            nodes=tuple(unhex_0x(node) for node in data["nodes"]),
         )
 
 
@@ -272,7 +274,7 @@ class PovRecord:
             "id": self.id,
             "subscriber": self.subscriber,
             "relay_block_number": self.relay_block_number,
-            "relay_block_hash": self.relay_block_hash.hex(),
+            "relay_block_hash": hex_0x(self.relay_block_hash),
             "budget": self.budget.to_json(),
             "result": self.result.value,
             "proof_bytes": self.proof_bytes,
@@ -289,7 +291,7 @@ class PovRecord:
             "deliveries": self.deliveries,
             "cursor": None
             if self.cursor_publisher is None or self.cursor_key is None
-            else {"publisher": self.cursor_publisher, "key": self.cursor_key.hex()},
+            else {"publisher": self.cursor_publisher, "key": hex_0x(self.cursor_key)},
         }
 
     @classmethod
@@ -298,7 +300,7 @@ class PovRecord:
         return cls(
             subscriber=int(data["subscriber"]),
             relay_block_number=int(data["relay_block_number"]),
-            relay_block_hash=bytes.fromhex(data["relay_block_hash"]),
+            relay_block_hash=unhex_0x(data["relay_block_hash"]),
             budget=Budget.from_json(data["budget"]),
             result=ProcessingResult(data["result"]),
             proof_bytes=int(data["proof_bytes"]),
@@ -314,7 +316,7 @@ class PovRecord:
             publishers_unchanged=int(data["publishers_unchanged"]),
             deliveries=int(data["deliveries"]),
             cursor_publisher=None if cursor is None else int(cursor["publisher"]),
-            cursor_key=None if cursor is None else bytes.fromhex(cursor["key"]),
+            cursor_key=None if cursor is None else unhex_0x(cursor["key"]),
         )
 
 

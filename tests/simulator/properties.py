@@ -11,6 +11,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader, InputRecord
@@ -236,7 +237,7 @@ def check_subscribers(lines: list[str], outputs: list[dict[str, object]]) -> int
         value = output["value"]
         assert isinstance(value, dict)
         if topic == "updates":
-            subscriber, publisher, key = value["subscriber"], value["publisher"], bytes.fromhex(value["key"])
+            subscriber, publisher, key = value["subscriber"], value["publisher"], unhex_0x(value["key"])
             delivery = (subscriber, publisher, value["key"], value["value"], value["child_root"])
             if value["kind"] == "set":
                 # A set value at a root is delivered once: an entry carries its insertion block, so a root
@@ -247,7 +248,7 @@ def check_subscribers(lines: list[str], outputs: list[dict[str, object]]) -> int
                 # Removals all happen at whatever root remains (often the empty trie's): once per removal.
                 assert (publisher, key) in delivered.get(subscriber, {}), f"removal of a key not held: {delivery}"
             if value["kind"] == "set":
-                delivered.setdefault(subscriber, {})[(publisher, key)] = bytes.fromhex(value["value"])
+                delivered.setdefault(subscriber, {})[(publisher, key)] = unhex_0x(value["value"])
             else:
                 delivered.setdefault(subscriber, {}).pop((publisher, key), None)
         elif topic == "pov":

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from producers.workload import LogBuilder, minimal_example, published_key, signer
+from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.codec.scale import encode_bytes, encode_compact, encode_u32
 from pubsub_core.envelope import KeyRegistry, Topic
 from pubsub_core.relay import BlockHeader, Genesis
@@ -157,7 +158,7 @@ def test_subscriber_calls_that_cannot_apply_are_call_failed_events() -> None:
                       ("3000", "NoCachedNodesError")]
     kinds = [o["value"]["kind"] for o in outputs if o["key"] == "3000" and str(o["topic"]).endswith(".events")]  # type: ignore[index]
     assert "PublisherCacheCleared" in kinds
-    assert [bytes.fromhex(o["value"]["value"]) for o in outputs if str(o["topic"]).endswith(".updates")][:1] == [b"v"]  # type: ignore[index]
+    assert [unhex_0x(o["value"]["value"]) for o in outputs if str(o["topic"]).endswith(".updates")][:1] == [b"v"]  # type: ignore[index]
 
 
 @settings(max_examples=40)

@@ -48,7 +48,7 @@ def test_a_missed_update_is_caught() -> None:
 
 def test_a_stale_value_is_caught() -> None:
     lines, outputs = small()
-    outputs[first(outputs, "updates")]["value"]["value"] = "00"  # type: ignore[index]
+    outputs[first(outputs, "updates")]["value"]["value"] = "0x00"  # type: ignore[index]
     with pytest.raises(AssertionError):
         check_subscribers(lines, outputs)
 

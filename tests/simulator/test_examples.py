@@ -6,11 +6,13 @@ from __future__ import annotations
 import functools
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from producers.workload import WorkloadSpec, generate, minimal_example
+from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.simulator import Simulator, simulate
 from pubsub_core.stages import RelayStage, SubscriberStage
 from tests.simulator.properties import check_outcomes, check_subscribers, outputs_by_topic
@@ -56,7 +58,7 @@ def test_generated_examples_are_what_their_spec_writes(name: str) -> None:
 
 def test_minimal_example_delivers_each_value_once() -> None:
     outputs = parsed_outputs("minimal.jsonl")
-    updates = [(o["value"]["relay_block_number"], bytes.fromhex(o["value"]["value"])) for o in outputs_by_topic(outputs)["updates"]]
+    updates = [(o["value"]["relay_block_number"], unhex_0x(o["value"]["value"])) for o in outputs_by_topic(outputs)["updates"]]
     assert updates == [(2, b"1000"), (2, b"42"), (3, b"43")] or updates == [(2, b"42"), (2, b"1000"), (3, b"43")]
     assert [o["value"]["result"] for o in outputs_by_topic(outputs)["pov"]] == ["complete"] * 3
     assert "rejected" not in outputs_by_topic(outputs)
@@ -90,6 +92,33 @@ def test_outputs_are_byte_identical_across_runs_and_ids_unique(name: str) -> Non
     ids = [json.loads(line)["id"] for line in first]
     assert len(ids) == len(set(ids))
     assert all(line == json.dumps(json.loads(line), sort_keys=True, separators=(",", ":")) for line in first)
+
+
+def _strings(body: object) -> list[tuple[str, str]]:
+    """(field name, string) of every string in a JSON value, at any depth."""
+    found: list[tuple[str, str]] = []
+    items = body.items() if isinstance(body, dict) else [("", v) for v in body] if isinstance(body, list) else []
+    for name, element in items:
+        found += [(str(name), element)] if isinstance(element, str) else _strings(element)
+    return found
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_byte_string_in_every_output_record_is_0x_hex(name: str) -> None:
+    """Issue 9: one hex convention. No output value holds bare hex digits (a hash, key, root or node), and the
+    fields that hold bytes (update values and keys, event keys, roots, hashes, update ids) are 0x hex."""
+    byte_fields = {"key", "value", "child_root", "entry_hash", "relay_block_hash", "relay_root", "hash",
+                   "parent_hash", "message_hash"}
+    checked = 0
+    for output in parsed_outputs(name):
+        value = output["value"]
+        assert isinstance(value, dict)
+        for field, text in _strings(value):
+            assert not re.fullmatch(r"[0-9a-f]{8,}", text), (output["id"], field, text[:80])
+            if field in byte_fields or (field == "id" and str(output["topic"]).endswith(".updates")):
+                assert re.fullmatch(r"0x([0-9a-f]{2})*", text), (output["id"], field, text[:80])
+                checked += 1
+    assert checked
 
 
 def _split(lines: list[str]) -> tuple[list[str], list[str], list[str]]:

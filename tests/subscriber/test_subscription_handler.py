@@ -138,5 +138,5 @@ def test_pre_computed_hash() -> None:
 def test_subscriptions_json_round_trip() -> None:
     subs = Subscriptions.of({1000: [SubscribedKey(key("A"))], 3000: [SubscribedKey(key("B"))]}, Weight(5, 0))
     data = subs.to_json()
-    assert data["entries"][0] == {"publisher": 1000, "keys": [key("A").hex()]}
+    assert data["entries"][0] == {"publisher": 1000, "keys": ["0x" + key("A").hex()]}
     assert Subscriptions.from_json(data) == subs
