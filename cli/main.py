@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cli.commands.author",
     "cli.commands.job",
     "cli.commands.consume",
+    "cli.commands.export",
     "cli.commands.verify",
     "cli.commands.simulate",
     "cli.commands.workload",

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from producers.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, producer_config
 from pubsub_core.errors import PubSubError
@@ -25,22 +25,27 @@ from pubsub_core.stages.ingest import is_blank
 
 __all__ = [
     "ConsumedRecord",
+    "ID_HEADER",
     "KafkaIOError",
     "ProducedRecord",
     "Refusal",
     "SendReport",
     "TOO_LARGE",
+    "consumed",
     "output_line",
     "produce",
     "read_outputs",
     "read_topic",
     "route_event_log",
+    "scan_topic",
     "send",
+    "topic_size",
 ]
 
 TOO_LARGE = "RecordTooLarge"
 """The rejection reason of a record Kafka (broker or client) refuses for its size."""
 ID_HEADER = "id"
+"""The output records' header carrying the simulator line's id."""
 
 
 class KafkaIOError(PubSubError):
@@ -78,6 +83,8 @@ class ConsumedRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp: int | None = None
+    """Kafka's timestamp in milliseconds (create or log-append time), None if the broker gave none."""
 
     def header(self, name: str) -> bytes | None:
         """The first header called ``name``, or None."""
@@ -209,33 +216,39 @@ def produce(settings: Settings, records: Iterable[ProducedRecord]) -> int:
     return sum(report.delivered.values())
 
 
-def read_topic(
-    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
-) -> list[ConsumedRecord]:
-    """Every record of `topic` from the beginning to the end offsets seen at the start (at most `limit`, the
-    first ones of each partition), with headers, in partition/offset order."""
+def topic_size(settings: Settings, topic: str) -> int:
+    """How many records ``topic`` holds now (the sum over its partitions of high minus low watermark)."""
     consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
     try:
-        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            raise KafkaIOError(topic, f"topic not found ({metadata.error if metadata else 'no metadata'})")
-        ends: dict[int, int] = {}
-        for partition in metadata.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-            if high > low:
-                ends[partition] = high
+        return sum(high - low for low, high in _watermarks(consumer, topic).values())
+    except KafkaException as exc:
+        raise KafkaIOError(topic, str(exc)) from exc
+    finally:
+        consumer.close()
+
+
+def scan_topic(
+    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
+) -> Iterator[ConsumedRecord]:
+    """Every record of ``topic`` from the beginning to the end offsets seen at the start (at most ``limit``, the
+    first ones of each partition), with headers, one at a time: each partition in offset order, partitions
+    interleaved as they arrive. ``KafkaIOError`` if no record comes for ``timeout`` seconds before the end."""
+    consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    try:
+        ends = {p: high for p, (low, high) in _watermarks(consumer, topic).items() if high > low}
         if not ends or limit == 0:
-            return []
+            return
         consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
-        records: list[ConsumedRecord] = []
         done: set[int] = set()
+        count = 0
         deadline = time.monotonic() + timeout
-        while len(done) < len(ends) and (limit is None or len(records) < limit):
+        while len(done) < len(ends) and (limit is None or count < limit):
             if time.monotonic() > deadline:
-                raise KafkaIOError(topic, f"read only {len(records)} records in {timeout:.0f}s")
+                raise KafkaIOError(topic, f"no record for {timeout:.0f}s after {count} records")
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
+            deadline = time.monotonic() + timeout
             error = msg.error()
             partition, offset = msg.partition(), msg.offset()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
@@ -247,15 +260,60 @@ def read_topic(
                     done.add(partition)
                 continue
             if offset < ends[partition]:
-                headers = tuple((str(h[0]), h[1] if isinstance(h[1], bytes) else None) for h in msg.headers() or ())
-                records.append(ConsumedRecord(topic, partition, offset, msg.key(), msg.value(), headers))
+                count += 1
+                yield consumed(msg)
+                deadline = time.monotonic() + timeout  # time spent by the caller is not waiting
             if offset + 1 >= ends[partition]:
                 done.add(partition)
-        return sorted(records, key=lambda r: (r.partition, r.offset))
     except KafkaException as exc:
         raise KafkaIOError(topic, str(exc)) from exc
     finally:
         consumer.close()
+
+
+def read_topic(
+    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
+) -> list[ConsumedRecord]:
+    """``scan_topic`` as a list in partition/offset order."""
+    return sorted(scan_topic(settings, topic, timeout, limit), key=lambda r: (r.partition, r.offset))
+
+
+def consumed(msg: Message) -> ConsumedRecord:
+    """A fetched message (not an error event) as a ``ConsumedRecord``."""
+    headers = tuple((str(h[0]), h[1] if isinstance(h[1], bytes) else None) for h in msg.headers() or ())
+    partition, offset = msg.partition(), msg.offset()
+    if partition is None or offset is None:
+        raise KafkaIOError(msg.topic() or "?", "a fetched message has no partition or offset")
+    return ConsumedRecord(msg.topic() or "", partition, offset, msg.key(), msg.value(), headers, _timestamp(msg))
+
+
+def _timestamp(msg: Message) -> int | None:
+    kind, millis = msg.timestamp()
+    return None if kind == TIMESTAMP_NOT_AVAILABLE else millis
+
+
+def _watermarks(consumer: Consumer, topic: str) -> dict[int, tuple[int, int]]:
+    """Low and high watermark of each partition of ``topic``; ``KafkaIOError`` if it does not exist."""
+    metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        raise KafkaIOError(topic, f"topic not found ({metadata.error if metadata else 'no metadata'})")
+    return {p: _watermark(consumer, topic, p) for p in metadata.partitions}
+
+
+_RETRIABLE = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def _watermark(consumer: Consumer, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:
+    """A partition's watermarks, retried while the client's metadata lags a topic just created."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            return low, high
+        except KafkaException as exc:
+            if exc.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def read_outputs(settings: Settings, topics: Iterable[str]) -> list[str]:

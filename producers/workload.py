@@ -27,7 +27,10 @@ from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
 from pubsub_core.xcm.executor import sovereign_account
 from pubsub_core.xcm.types import ClearOrigin
 
-__all__ = ["BAD_KINDS", "LogBuilder", "WorkloadSpec", "generate", "minimal_example", "parse_ttl_mix"]
+__all__ = [
+    "Actors", "BAD_KINDS", "LogBuilder", "WorkloadSpec", "actors", "generate", "genesis_record", "minimal_example",
+    "parse_ttl_mix", "publish_item", "register_publishers", "subscribe",
+]
 
 BAD_KINDS = (
     "bad_signature", "replayed_seqno", "oversize", "malformed_json", "non_publish", "unregistered",
@@ -174,7 +177,9 @@ def parse_ttl_mix(text: str) -> tuple[tuple[int, float], ...]:
 
 
 @dataclass
-class _Actors:
+class Actors:
+    """Who takes part in a workload: the manager account, governance, the author and every para's collator key."""
+
     manager: Signer
     root: Signer
     collators: dict[int, Signer]
@@ -188,23 +193,59 @@ class _Actors:
         return self.system + self.registered
 
 
-def _actors(spec: WorkloadSpec) -> _Actors:
+def actors(spec: WorkloadSpec) -> Actors:
+    """The spec's paras (system publishers 1000.., registered publishers 2000.., subscribers 3000.., and 2999,
+    which is never registered) and their fixed keys."""
     system = [1000 + i for i in range(spec.system_publishers)]
     registered = [2000 + i for i in range(spec.publishers)]
     subscribers = [3000 + i for i in range(spec.subscribers)]
     unregistered = 2999
     paras = system + registered + subscribers + [unregistered]
-    return _Actors(signer("manager"), signer("root"), {p: signer(f"collator/{p}") for p in paras}, system,
-                   registered, subscribers, unregistered)
+    return Actors(signer("manager"), signer("root"), {p: signer(f"collator/{p}") for p in paras}, system,
+                  registered, subscribers, unregistered)
 
 
-def _subscription(rng: random.Random, spec: WorkloadSpec, publishers: list[int]) -> SetSubscriptions:
-    pairs = [(p, i) for p in publishers for i in range(spec.keys)]
+def genesis_record(cast: Actors, author: Signer) -> GenesisRecord:
+    """The realm's genesis: every collator key, the manager account, root and ``author``; the manager's and the
+    subscribers' sovereign accounts endowed; the manager managing every registered publisher."""
+    registry = KeyRegistry(
+        para_keys={p: frozenset({s.public_key}) for p, s in cast.collators.items()},
+        accounts=frozenset({cast.manager.public_key}),
+        root_keys=frozenset({cast.root.public_key}),
+        author_keys=frozenset({author.public_key}),
+    )
+    endowments = [(cast.manager.public_key, 10**6)] + [(sovereign_account(p), 10**15) for p in cast.subscribers]
+    return GenesisRecord(registry, Genesis(tuple(sorted(endowments)),
+                                           tuple((p, cast.manager.public_key) for p in cast.registered)))
+
+
+def register_publishers(log: LogBuilder, cast: Actors) -> int:
+    """The manager's ``register_publisher`` extrinsic for each registered (non-system) publisher; their count."""
+    account = cast.manager.public_key.hex()
+    for para in cast.registered:
+        log.signed(cast.manager, "extrinsics", account, BroadcasterCall(CallKind.REGISTER_PUBLISHER, para).encode())
+    return len(cast.registered)
+
+
+def subscribe(log: LogBuilder, rng: random.Random, spec: WorkloadSpec, cast: Actors, para: int) -> SetSubscriptions:
+    """Subscriber ``para``'s ``set_subscriptions`` call (``spec.subscribed_keys`` (publisher, key) pairs drawn
+    from ``rng``), signed by its collator on ``extrinsics/para:<para>``."""
+    pairs = [(p, i) for p in cast.publishers for i in range(spec.keys)]
     chosen = rng.sample(pairs, min(spec.subscribed_keys, len(pairs)))
     mapping: dict[int, set[bytes]] = {}
-    for para, index in chosen:
-        mapping.setdefault(para, set()).add(published_key(para, index))
-    return SetSubscriptions(tuple((p, tuple(sorted(keys))) for p, keys in sorted(mapping.items())))
+    for publisher, index in chosen:
+        mapping.setdefault(publisher, set()).add(published_key(publisher, index))
+    call = SetSubscriptions(tuple((p, tuple(sorted(keys))) for p, keys in sorted(mapping.items())))
+    log.signed(cast.collators[para], "extrinsics", f"para:{para}", call.encode())
+    return call
+
+
+def publish_item(rng: random.Random, spec: WorkloadSpec, para: int, index: int) -> tuple[bytes, bytes, int]:
+    """One Publish of ``para``'s ``index``-th key: a value of ``value_min..value_max`` random bytes and a TTL from
+    the mix."""
+    ttls, weights = [t for t, _ in spec.ttl_mix], [w for _, w in spec.ttl_mix]
+    return (published_key(para, index), rng.randbytes(rng.randint(spec.value_min, spec.value_max)),
+            rng.choices(ttls, weights)[0])
 
 
 def generate(spec: WorkloadSpec, counts: Counter[str] | None = None) -> Iterator[list[str]]:
@@ -214,82 +255,66 @@ def generate(spec: WorkloadSpec, counts: Counter[str] | None = None) -> Iterator
     """
     rng = random.Random(spec.seed)
     tally: Counter[str] = counts if counts is not None else Counter()
-    actors = _actors(spec)
+    cast = actors(spec)
     log = LogBuilder(spec.realm)
-    registry = KeyRegistry(
-        para_keys={p: frozenset({s.public_key}) for p, s in actors.collators.items()},
-        accounts=frozenset({actors.manager.public_key}),
-        root_keys=frozenset({actors.root.public_key}),
-        author_keys=frozenset({log.author.public_key}),
-    )
-    endowments = [(actors.manager.public_key, 10**6)] + [(sovereign_account(p), 10**15) for p in actors.subscribers]
-    log.genesis(registry, Genesis(tuple(sorted(endowments)),
-                                  tuple((p, actors.manager.public_key) for p in actors.registered)))
-    account = actors.manager.public_key.hex()
-    ttls, weights = [t for t, _ in spec.ttl_mix], [w for _, w in spec.ttl_mix]
-    dmq_pending: dict[int, list[int]] = {p: [] for p in actors.subscribers}
+    start = genesis_record(cast, log.author)
+    log.genesis(start.registry, start.genesis)
+    dmq_pending: dict[int, list[int]] = {p: [] for p in cast.subscribers}
     sent: list[InputRecord] = []
     total_blocks = spec.blocks + spec.quiet_blocks
     emitted = 0
     for number in range(1, total_blocks + 1):
         quiet = number > spec.blocks
         if number == 1:
-            for para in actors.registered:
-                log.signed(actors.manager, "extrinsics", account, BroadcasterCall(CallKind.REGISTER_PUBLISHER, para).encode())
-                tally["registrations"] += 1
-            if len(actors.subscribers) >= 2:
-                first, second = actors.subscribers[:2]
-                log.signed(actors.collators[first], "extrinsics", f"para:{first}", InitOpenChannel(second, 8, 1024).encode())
-                log.signed(actors.collators[second], "extrinsics", f"para:{second}", AcceptOpenChannel(first).encode())
+            tally["registrations"] += register_publishers(log, cast)
+            if len(cast.subscribers) >= 2:
+                first, second = cast.subscribers[:2]
+                log.signed(cast.collators[first], "extrinsics", f"para:{first}", InitOpenChannel(second, 8, 1024).encode())
+                log.signed(cast.collators[second], "extrinsics", f"para:{second}", AcceptOpenChannel(first).encode())
         if number == 2:
             log.session += 1  # the session change opens the HRMP channel requested in block 1
         if number == 1 or (number == spec.blocks // 2 + 1 and not quiet):
-            for para in actors.subscribers:
+            for para in cast.subscribers:
                 if number == 1 or rng.random() < 0.5:
-                    call = _subscription(rng, spec, actors.publishers)
-                    log.signed(actors.collators[para], "extrinsics", f"para:{para}", call.encode())
+                    subscribe(log, rng, spec, cast, para)
                     tally["subscription calls"] += 1
         if not quiet:
-            for para in actors.publishers:
-                items = [
-                    (published_key(para, i), rng.randbytes(rng.randint(spec.value_min, spec.value_max)),
-                     rng.choices(ttls, weights)[0])
-                    for i in range(spec.keys) if rng.random() < spec.update_rate
-                ]
+            for para in cast.publishers:
+                items = [publish_item(rng, spec, para, i) for i in range(spec.keys) if rng.random() < spec.update_rate]
                 for chunk in range(0, len(items), PUBLISHES_PER_MESSAGE):
                     batch = items[chunk: chunk + PUBLISHES_PER_MESSAGE]
-                    sent.append(log.publish(para, actors.collators[para], batch))
+                    sent.append(log.publish(para, cast.collators[para], batch))
                     tally["publishes"] += len(batch)
                     tally["upward messages"] += 1
                     if rng.random() < spec.bad_records:
-                        _bad(rng, log, actors, sent, tally)
-            for para in actors.subscribers:
+                        _bad(rng, log, cast, sent, tally)
+            for para in cast.subscribers:
                 if rng.random() < spec.dmp_rate:
-                    log.signed(actors.root, "extrinsics", "root", SendDownward(para, rng.randbytes(rng.randint(16, 256))).encode())
+                    log.signed(cast.root, "extrinsics", "root", SendDownward(para, rng.randbytes(rng.randint(16, 256))).encode())
                     dmq_pending[para].append(number)
                     tally["downward messages"] += 1
-        for index, para in enumerate(actors.subscribers):
+        for index, para in enumerate(cast.subscribers):
             processed = sum(1 for at in dmq_pending[para] if at < number)
             dmq_pending[para] = [at for at in dmq_pending[para] if at >= number]
             messages: tuple[OutboundHrmpMessage, ...] = ()
-            if index == 0 and len(actors.subscribers) >= 2 and number >= 3 and not quiet and rng.random() < 0.5:
-                messages = (OutboundHrmpMessage(actors.subscribers[1], rng.randbytes(rng.randint(16, 512))),)
+            if index == 0 and len(cast.subscribers) >= 2 and number >= 3 and not quiet and rng.random() < 0.5:
+                messages = (OutboundHrmpMessage(cast.subscribers[1], rng.randbytes(rng.randint(16, 512))),)
                 tally["horizontal messages"] += 1
             record = HorizontalRecord(messages, processed, number - 1)
-            log.signed(actors.collators[para], "horizontal", str(para), record.encode())
+            log.signed(cast.collators[para], "horizontal", str(para), record.encode())
         log.block(spec.max_pov_size)
         tally["blocks"] += 1
         yield log.lines[emitted:]
         emitted = len(log.lines)
 
 
-def _bad(rng: random.Random, log: LogBuilder, actors: _Actors, sent: list[InputRecord], tally: Counter[str]) -> None:
+def _bad(rng: random.Random, log: LogBuilder, cast: Actors, sent: list[InputRecord], tally: Counter[str]) -> None:
     """Append one bad record of a random kind. The two hostile copies (``bad_signature``, ``replayed_seqno``)
     are written, and counted, just before the next genuine upward record of their para, at its position; if
     that para sends nothing more, they are not written."""
     kind = rng.choice(BAD_KINDS)
-    para = rng.choice(actors.publishers)
-    origin, collator = str(para), actors.collators[para]
+    para = rng.choice(cast.publishers)
+    origin, collator = str(para), cast.collators[para]
     item = (published_key(para, 0), b"\x01", 0)
 
     def counted(make: Callable[[InputRecord], bytes]) -> Callable[[InputRecord], bytes]:
@@ -312,8 +337,8 @@ def _bad(rng: random.Random, log: LogBuilder, actors: _Actors, sent: list[InputR
     elif kind == "non_publish":
         log.signed(collator, "upward", origin, encode_versioned_xcm(Xcm((ClearOrigin(),))))
     elif kind == "unregistered":
-        other = actors.unregistered
-        log.publish(other, actors.collators[other], [(published_key(other, 0), b"\x02", 0)])
+        other = cast.unregistered
+        log.publish(other, cast.collators[other], [(published_key(other, 0), b"\x02", 0)])
     elif kind == "malformed_json":
         log.lines.append('{"topic": "' + log.realm + '.upward", "key": "' + origin + '", "value": {')
     elif kind == "unknown_topic":
