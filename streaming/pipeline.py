@@ -39,7 +39,9 @@ FETCH_BYTES = 64 * 1024 * 1024
 KAFKA_LIMITS = {
     # a view or an input may pass Kafka's 1 MB default: read and write records up to the topics' 16 MiB
     "source": {"kafka.max.partition.fetch.bytes": str(FETCH_BYTES), "kafka.fetch.max.bytes": str(FETCH_BYTES),
-               "kafka.metadata.max.age.ms": "2000"},
+               "kafka.metadata.max.age.ms": "2000",
+               # the block author writes each block in a transaction: an aborted (fenced, killed) block is never read
+               "kafka.isolation.level": "read_committed"},
     "sink": {"kafka.max.request.size": str(32 * 1024 * 1024), "kafka.compression.type": "lz4", "kafka.acks": "all",
              "kafka.linger.ms": "5"},
 }

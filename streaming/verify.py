@@ -90,7 +90,7 @@ def expected_outputs(lines: Sequence[bytes], simulator: Simulator) -> tuple[list
     """The simulator's records for the log, and how many end-of-input rejections it would add."""
     out: list[OutputRecord] = []
     for line in lines:
-        out += simulator.feed_line(line.decode("utf-8", errors="replace"))
+        out += simulator.feed_line(line)
     return out, len(simulator.finish())
 
 
