@@ -31,7 +31,11 @@ from pubsub_core.stages import (
 )
 from pubsub_core.stages.subscriber_stage import ViewConflictError
 from pubsub_core.stages.topics import VIEWS, topic
+from pyspark.sql import Row
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
 from state import StateBackend
+from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME, SparkStateBackend
 
 __all__ = [
     "OUTPUT_SCHEMA",
@@ -175,8 +179,6 @@ def _kafka_rows(rows: Iterator[Any]) -> list[KafkaRow]:
 
 
 def _spark_rows(rows: Sequence[OutRow]) -> Iterator[Any]:
-    from pyspark.sql import Row
-
     for row in rows:
         yield Row(topic=row.topic, key=row.key, value=row.value, headers=[Row(key="id", value=row.id.encode())])
 
@@ -189,13 +191,9 @@ class _Operator:
         self.seam_key = seam_key
 
     def init(self, handle: Any) -> None:
-        from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME
-
         self.pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
 
-    def _backend(self) -> Any:
-        from state.spark import SparkStateBackend
-
+    def _backend(self) -> SparkStateBackend:
         return SparkStateBackend(self.pages, default_pages=NAMESPACE_PAGES, defer_writes=True)
 
     def close(self) -> None:
@@ -205,13 +203,7 @@ class _Operator:
         return type(self).__name__  # never the seam key
 
 
-def _processor_base() -> type:
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-
-    return StatefulProcessor  # type: ignore[no-any-return]
-
-
-class RelayOperator(_Operator, _processor_base()):  # type: ignore[misc]
+class RelayOperator(_Operator, StatefulProcessor):  # type: ignore[misc]
     """Stage R in transformWithState, keyed by realm."""
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
@@ -221,7 +213,7 @@ class RelayOperator(_Operator, _processor_base()):  # type: ignore[misc]
         yield from _spark_rows(out)
 
 
-class SubscriberOperator(_Operator, _processor_base()):  # type: ignore[misc]
+class SubscriberOperator(_Operator, StatefulProcessor):  # type: ignore[misc]
     """Stage S in transformWithState, keyed by (realm, subscriber)."""
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pubsub_core.stages import SimulatorConfig
 from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
@@ -33,6 +34,7 @@ __all__ = [
     "build_subscriber_query",
     "load_protocol_config",
     "seam_key",
+    "served_realms",
 ]
 
 FETCH_BYTES = 64 * 1024 * 1024
@@ -143,11 +145,6 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
 
 def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:
     """Realms that have at least one input topic among ``topics`` (and that the settings serve)."""
-    import re
-
     wanted = settings.realm_list()
     found = {t.rpartition(".")[0] for t in topics if re.match(INPUT_TOPIC_PATTERN, t)}
     return sorted(r for r in found if wanted is None or r in wanted)
-
-
-ProgressCallback = Callable[[str, dict[str, Any]], None]
