@@ -6,7 +6,8 @@ Order (docs/relay.md):
   2. ``upward``: per para ascending, records by position: admission (envelope checks, then the XCM
      barrier as custom validation), then the para's admitted messages go to the router at once;
   3. ``horizontal``: per sender ascending: admission, then the router;
-  4. ``extrinsics``: per origin (root, paras, accounts): admission (the call must decode), then dispatch;
+  4. ``extrinsics``: per origin (root, paras, accounts): admission (a broadcaster or subscriber call must
+     decode), then dispatch (subscriber calls are forwarded to the subscriber stage);
   5. upward dispatch: the router hands due messages to the XCM executor;
   6. ``on_idle``: TTL expiry within the idle weight;
   7. child tries of the paras whose entries changed, then the relay root; the seal.
@@ -30,7 +31,7 @@ from pubsub_core.envelope.envelope import Envelope
 from pubsub_core.envelope.keys import KeyRegistry, Origin, OriginKind
 from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
-from pubsub_core.relay.calls import BROADCASTER, ROUTER, BroadcasterCall, CallKind, split_call
+from pubsub_core.relay.calls import BROADCASTER, ROUTER, SUBSCRIBER, BroadcasterCall, CallKind, split_call
 from pubsub_core.relay.records import (
     BlockHeader,
     BlockResult,
@@ -463,8 +464,17 @@ def _no_validation(envelope: Envelope, origin: Origin) -> None:
 
 
 def _validate_call(envelope: Envelope, origin: Origin) -> None:
-    """Custom validation of an extrinsic: a broadcaster call must decode; other pallets are decoded downstream."""
-    if split_call(envelope.data) == BROADCASTER:
+    """Custom validation of an extrinsic: a broadcaster or subscriber call must decode (``Malformed`` otherwise);
+    router calls are decoded by the router when dispatched. Whether a subscriber call can apply (its origin, the
+    subscriber's limits and state) is decided where it applies, as a ``CallFailed`` event."""
+    # Imported here because the subscriber's codec imports this package's pallet indices (a module-level
+    # import would be circular).
+    from pubsub_core.subscriber.calls import decode_subscriber_call
+
+    pallet = split_call(envelope.data)
+    if pallet == BROADCASTER:
         BroadcasterCall.decode(envelope.data)
+    elif pallet == SUBSCRIBER:
+        decode_subscriber_call(envelope.data)
 
 

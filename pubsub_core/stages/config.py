@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from enum import Enum
 from typing import Any
 
 from pubsub_core.broadcaster import BroadcasterConfig
@@ -31,14 +32,24 @@ def _build(section: str, cls: type[Any], values: object) -> Any:
     if not isinstance(values, Mapping):
         raise ConfigError(section, "expected a JSON object")
     defaults = cls()
-    known = sorted(f.name for f in fields(cls) if isinstance(getattr(defaults, f.name), (int, type(None))))
+    settable = (int, type(None), Enum)
+    known = sorted(f.name for f in fields(cls) if isinstance(getattr(defaults, f.name), settable))
+    built: dict[str, Any] = {}
     for name, value in values.items():
         if name not in known:
             raise ConfigError(section, f"no settable field {name!r} (settable: {', '.join(known)})")
-        if value is not None and not isinstance(value, int):
+        default = getattr(defaults, name)
+        if isinstance(default, Enum):
+            choices = [member.value for member in type(default)]
+            if value not in choices:
+                raise ConfigError(section, f"field {name!r} takes one of {choices}, got {value!r}")
+            built[name] = type(default)(value)
+        elif value is not None and not isinstance(value, int):
             raise ConfigError(section, f"field {name!r} takes an integer, a boolean or null, got {value!r}")
+        else:
+            built[name] = value
     try:
-        return cls(**values)
+        return cls(**built)
     except (TypeError, ValueError, PubSubError) as exc:
         raise ConfigError(section, str(exc)) from exc
 

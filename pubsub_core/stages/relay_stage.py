@@ -35,7 +35,12 @@ from pubsub_core.relay import (
 from pubsub_core.relay.machine import relay_tries
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
-from pubsub_core.subscriber.calls import SetSubscriptions, decode_subscriber_call, subscriber_of
+from pubsub_core.subscriber.calls import (
+    SetSubscriptions,
+    check_subscription_limits,
+    decode_subscriber_call,
+    subscriber_of,
+)
 from pubsub_core.stages.config import SimulatorConfig
 from pubsub_core.stages.errors import StageError
 from pubsub_core.stages.ingest import short
@@ -49,7 +54,6 @@ from pubsub_core.stages.records import (
     SimOutcome,
     SubscriberCallFailed,
 )
-from pubsub_core.subscriber import SubscriberConfig
 
 __all__ = ["RelayStage", "RelayStep"]
 
@@ -271,8 +275,9 @@ class RelayStage:
         for forwarded in result.forwarded:
             subscriber: int | None = None
             try:
-                subscriber = subscriber_of(forwarded.origin, forwarded.call)
-                call = decode_subscriber_call(forwarded.call, self.config.subscriber)
+                call = decode_subscriber_call(forwarded.call)
+                subscriber = subscriber_of(forwarded.origin, call, forwarded.call)
+                check_subscription_limits(call, self.config.subscriber, forwarded.call)
             except SubscriberCallError as exc:
                 failed = SubscriberCallFailed(number, forwarded.record_id, subscriber, exc.reason, exc.detail)
                 out.append(OutputRecord(f"{realm}.events", "relay" if subscriber is None else str(subscriber),
@@ -282,7 +287,7 @@ class RelayStage:
             if isinstance(call, SetSubscriptions):
                 changes.append((subscriber, call))
         out.append(OutputRecord(f"{realm}.seals", str(number), f"seal/{number}", result.seal.to_json()))
-        views = self._views(book, header, result.seal.relay_root, book.subscriptions(self.config.subscriber), calls)
+        views = self._views(book, header, result.seal.relay_root, book.subscriptions(), calls)
         for subscriber, change in changes:
             book.set_subscriptions(subscriber, change)
         return RelayStep(number, tuple(out), views)
@@ -413,11 +418,11 @@ class _Book:
     def pop_waiting(self) -> None:
         self.txn.delete(self.WAITING, min(self.txn.items(self.WAITING)))
 
-    def subscriptions(self, config: SubscriberConfig) -> dict[int, dict[int, tuple[bytes, ...]]]:
+    def subscriptions(self) -> dict[int, dict[int, tuple[bytes, ...]]]:
         """Subscriber -> publisher -> keys, as the subscribers declared them in earlier blocks."""
         declared: dict[int, dict[int, tuple[bytes, ...]]] = {}
         for raw_subscriber, raw_call in sorted(self.txn.items(self.SUBSCRIPTIONS).items()):
-            call = decode_subscriber_call(raw_call, config)
+            call = decode_subscriber_call(raw_call)
             if isinstance(call, SetSubscriptions):
                 declared[int.from_bytes(raw_subscriber, "big")] = call.mapping()
         return declared

@@ -23,12 +23,22 @@ from pubsub_core.subscriber import (
     pubsub_budget,
     set_subscriptions,
 )
-from pubsub_core.subscriber.calls import EnablePublisher, SetSubscriptions, decode_subscriber_call
+from pubsub_core.subscriber.calls import (
+    AdminCall,
+    ClearPublisherCache,
+    EnablePublisher,
+    GovernanceCall,
+    SetSubscriptions,
+    decode_subscriber_call,
+)
+from pubsub_core.subscriber.config import AdminOrigin
 from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import OutputRecord, RelayView, SubscriberCallFailed
 
 __all__ = ["SubscriberStage", "ViewConflictError", "ViewProver"]
+
+_CALL_NAMES = {EnablePublisher: "enable_publisher", ClearPublisherCache: "clear_publisher_cache"}
 
 VIEW_WINDOW = 1024
 """How many applied views' digests Stage S remembers to recognise a replay (a crash replays a few batches)."""
@@ -122,12 +132,13 @@ class SubscriberStage:
         index = len(outcome.events)
         for forwarded in view.calls:
             try:
-                call = decode_subscriber_call(forwarded.call, config)
+                call = decode_subscriber_call(forwarded.call)
                 if isinstance(call, SetSubscriptions):
                     set_subscriptions(txn, {p: [SubscribedKey(k) for k in keys] for p, keys in call.subscriptions}, config)
                     continue
-                apply = enable_publisher if isinstance(call, EnablePublisher) else clear_publisher_cache
-                events.append(self._event(apply(txn, call.publisher, subscriber=self.subscriber, at=view.number, index=index)))
+                admin = self._admitted_admin_call(call, forwarded.origin, forwarded.call)
+                apply = enable_publisher if isinstance(admin, EnablePublisher) else clear_publisher_cache
+                events.append(self._event(apply(txn, admin.publisher, subscriber=self.subscriber, at=view.number, index=index)))
                 index += 1
             except PubSubError as exc:
                 reason = exc.reason if isinstance(exc, SubscriberCallError) else type(exc).__name__
@@ -140,6 +151,21 @@ class SubscriberStage:
         ]
         pov = OutputRecord(f"{self.realm}.pov", key, outcome.pov.id, outcome.pov.to_json())
         return [*updates, *events, pov]
+
+    def _admitted_admin_call(self, call: GovernanceCall | AdminCall, origin: str, data: bytes) -> AdminCall:
+        """The administrative call to apply, if its origin may make it here (``SubscriberConfig.admin_origin``):
+        governance (``root`` with call 3, addressed to this subscriber) always; the subscriber's own para origin
+        only under ``GOVERNANCE_OR_SUBSCRIBER``. ``BadOrigin`` otherwise."""
+        if isinstance(call, GovernanceCall):
+            if origin != "root" or call.subscriber != self.subscriber:
+                raise SubscriberCallError("BadOrigin", f"a governance call for {call.subscriber} from {origin}", data)
+            return call.call
+        if origin != f"para:{self.subscriber}":
+            raise SubscriberCallError("BadOrigin", f"{origin} is not subscriber {self.subscriber}", data)
+        if self.config.admin_origin is not AdminOrigin.GOVERNANCE_OR_SUBSCRIBER:
+            raise SubscriberCallError("BadOrigin", f"{_CALL_NAMES[type(call)]} needs governance (admin_origin is "
+                                                   f"{self.config.admin_origin.value})", data)
+        return call
 
     def _event(self, event: PalletEvent) -> OutputRecord:
         return OutputRecord(f"{self.realm}.events", str(self.subscriber), event.id, event.to_json())

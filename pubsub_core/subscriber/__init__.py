@@ -8,15 +8,18 @@ docs/subscriber.md.
 from pubsub_core.codec.types import SubscribedKey, TtlKind, TtlState
 from pubsub_core.subscriber.budget import Budget, pubsub_budget
 from pubsub_core.subscriber.calls import (
+    AdminCall,
     ClearPublisherCache,
     EnablePublisher,
+    GovernanceCall,
     SetSubscriptions,
     SubscriberCall,
+    check_subscription_limits,
     decode_subscriber_call,
     subscriber_of,
 )
 from pubsub_core.subscriber.collator import collate, prune
-from pubsub_core.subscriber.config import SubscriberConfig
+from pubsub_core.subscriber.config import AdminOrigin, SubscriberConfig
 from pubsub_core.subscriber.engine import (
     EMPTY_ROOT,
     BlockContext,
@@ -64,11 +67,15 @@ from pubsub_core.subscriber.types import (
 )
 
 __all__ = [
+    "AdminCall",
+    "AdminOrigin",
     "ClearPublisherCache",
     "EnablePublisher",
+    "GovernanceCall",
     "SetSubscriptions",
     "SubscriberCall",
     "SubscriberCallError",
+    "check_subscription_limits",
     "decode_subscriber_call",
     "subscriber_of",
     "EMPTY_ROOT",

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from pubsub_core.codec.scale import encode_compact
 from pubsub_core.subscriber.errors import SubscriberConfigError
 from pubsub_core.subscriber.meter import Weight
 
-__all__ = ["SubscriberConfig"]
+__all__ = ["AdminOrigin", "SubscriberConfig"]
+
+
+class AdminOrigin(Enum):
+    """Who may make the administrative calls ``enable_publisher`` and ``clear_publisher_cache`` (seed 000's
+    ``ClearCacheOrigin``). Governance (a ``root`` extrinsic carrying subscriber call 3) may under both."""
+
+    GOVERNANCE = "governance"
+    GOVERNANCE_OR_SUBSCRIBER = "governance_or_subscriber"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +40,8 @@ class SubscriberConfig:
       subscribed key with data (seed 002, "Root changed") instead of only the keys whose value changed (seed 000's
       dual-trie traversal, the default). True costs PoV: each such key's whole path and its value are read again
       (from the cache or the proof), where the default stops at the first unchanged node.
+    - ``admin_origin``: who may call ``enable_publisher`` and ``clear_publisher_cache``: governance only (the
+      default, seeds 000 and 002), or governance and the subscriber's own para origin.
     """
 
     max_trie_depth: int = 16
@@ -44,6 +55,7 @@ class SubscriberConfig:
     min_pubsub_budget: int = 0
     max_publishers: int = 100
     deliver_all_on_root_change: bool = False
+    admin_origin: AdminOrigin = AdminOrigin.GOVERNANCE
 
     def __post_init__(self) -> None:
         _at_least("max_trie_depth", self.max_trie_depth, 1)

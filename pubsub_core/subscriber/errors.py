@@ -114,10 +114,15 @@ class CheatingCollatorError(SubscriberError):
 
 
 class SubscriberCallError(SubscriberError):
-    """A subscriber-side call (pallet 2) that does not decode or comes from an origin that may not make it."""
+    """A subscriber-side call (pallet 2) that does not decode (``Malformed``), comes from an origin that may not
+    make it (``BadOrigin``) or exceeds a subscription limit (``SubscriptionError``)."""
 
     def __init__(self, reason: str, detail: str, data: bytes) -> None:
         super().__init__(f"subscriber call refused ({reason}): {detail}")
         self.reason = reason
         self.detail = detail
         self.data = data
+
+    @property
+    def reason_code(self) -> str:
+        return self.reason

@@ -16,7 +16,6 @@ from pubsub_core.envelope import Envelope
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader, InputRecord
 from pubsub_core.subscriber import SetSubscriptions, decode_subscriber_call
-from pubsub_core.subscriber import SubscriberConfig
 from pubsub_core.xcm import Publish, decode_versioned_xcm
 
 State = dict[tuple[int, bytes], bytes]
@@ -212,7 +211,7 @@ def subscriptions_in_force(lines: list[str], outputs: list[dict[str, object]]) -
                     continue
                 data = Envelope.decode(parsed.records[record_id].value).data
                 if data[:1] == b"\x02":
-                    call = decode_subscriber_call(data, SubscriberConfig())
+                    call = decode_subscriber_call(data)
                     if isinstance(call, SetSubscriptions):
                         changes.append((int(origin[5:]), {p: set(keys) for p, keys in call.subscriptions}))
             last[(stream, origin)] = max(last.get((stream, origin), -1), upto)

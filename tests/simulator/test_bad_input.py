@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,16 @@ from pubsub_core.envelope import KeyRegistry, Topic
 from pubsub_core.relay import BlockHeader, Genesis
 from pubsub_core.simulator import simulate
 from pubsub_core.stages import ConfigError, RelayView, SimulatorConfig, SubscriberStage
-from pubsub_core.subscriber import ClearPublisherCache, EnablePublisher, SetSubscriptions
+from pubsub_core.subscriber import (
+    AdminOrigin,
+    ClearPublisherCache,
+    EnablePublisher,
+    GovernanceCall,
+    SetSubscriptions,
+    SubscriberCallError,
+    decode_subscriber_call,
+    subscriber_of,
+)
 from pubsub_core.stages.ingest import is_blank
 from pubsub_core.stages.records import decode_value
 from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
@@ -137,28 +147,69 @@ def test_blocks_that_do_not_extend_the_chain_or_are_not_signed_are_rejected() ->
                                  ("ignored", "Duplicate"), ("rejected", "GenesisTooLate")])
 
 
-def test_subscriber_calls_that_cannot_apply_are_call_failed_events() -> None:
+def subscriber_calls_log() -> tuple[LogBuilder, list[str]]:
+    """Subscriber calls of every kind over three blocks; returns the log and the ids of the undecodable ones."""
     log = builder()
     sub, origin = COLLATORS[SUBSCRIBER], f"para:{SUBSCRIBER}"
     key = published_key(PUBLISHER, 0)
     log.signed(sub, "extrinsics", origin, SetSubscriptions(((PUBLISHER, (key,)),)).encode())
     log.signed(ROOT, "extrinsics", "root", SetSubscriptions(((PUBLISHER, (key,)),)).encode())
-    log.signed(sub, "extrinsics", origin, b"\x02\x07")
+    malformed = [log.signed(sub, "extrinsics", origin, data).record_id for data in (
+        b"\x02\x07",  # no such call
+        EnablePublisher(PUBLISHER).encode()[:-1],  # truncated
+        b"\x02\x03" + encode_u32(SUBSCRIBER) + SetSubscriptions(()).encode(),  # governance sets no subscriptions
+    )]
+    malformed.append(log.signed(ROOT, "extrinsics", "root", GovernanceCall(SUBSCRIBER, EnablePublisher(PUBLISHER)).encode() + b"\x00").record_id)
     log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(key, b"v", 0)])
     log.block()
     log.signed(sub, "extrinsics", origin, EnablePublisher(PUBLISHER).encode())
     log.signed(sub, "extrinsics", origin, ClearPublisherCache(PUBLISHER).encode())
-    log.signed(sub, "extrinsics", origin, ClearPublisherCache(PUBLISHER).encode())
     log.block()
+    for call in (EnablePublisher(PUBLISHER), ClearPublisherCache(PUBLISHER), ClearPublisherCache(PUBLISHER)):
+        log.signed(ROOT, "extrinsics", "root", GovernanceCall(SUBSCRIBER, call).encode())
+    log.signed(sub, "extrinsics", origin, GovernanceCall(SUBSCRIBER, ClearPublisherCache(PUBLISHER)).encode())
     log.block()
-    outputs = run(log.lines)
-    assert not rejected(outputs)
-    failed = [(o["key"], o["value"]["reason"]) for o in outputs if o["value"].get("kind") == "CallFailed"]  # type: ignore[union-attr]
-    assert failed == [("relay", "BadOrigin"), ("3000", "Malformed"), ("3000", "PublisherNotDisabledError"),
-                      ("3000", "NoCachedNodesError")]
-    kinds = [o["value"]["kind"] for o in outputs if o["key"] == "3000" and str(o["topic"]).endswith(".events")]  # type: ignore[index]
-    assert "PublisherCacheCleared" in kinds
+    return log, malformed
+
+
+@pytest.mark.parametrize("admin_origin", list(AdminOrigin))
+def test_subscriber_calls_that_cannot_apply_are_call_failed_events(admin_origin: AdminOrigin) -> None:
+    """Issue 9: a subscriber call that does not decode is a Malformed record at the relay's admission; one that
+    decodes but cannot apply (origin, state) is a CallFailed event. Issue 13: enable_publisher and
+    clear_publisher_cache come from governance (root, call 3 naming the subscriber); from the subscriber's own
+    origin only under admin_origin=governance_or_subscriber."""
+    log, malformed = subscriber_calls_log()
+    config = SimulatorConfig.from_json({"subscriber": {"admin_origin": admin_origin.value}})
+    assert config.subscriber.admin_origin is admin_origin
+    outputs = run(log.lines, config)
+    assert rejected(outputs) == {record: ("rejected", "Malformed") for record in malformed}
+    failed = [(o["key"], o["value"]["block"], o["value"]["reason"])  # type: ignore[index]
+              for o in outputs if o["value"].get("kind") == "CallFailed"]  # type: ignore[union-attr]
+    by_subscriber = ([("3000", 2, "PublisherNotDisabledError")] if admin_origin is AdminOrigin.GOVERNANCE_OR_SUBSCRIBER
+                     else [("3000", 2, "BadOrigin"), ("3000", 2, "BadOrigin")])
+    assert failed == [("relay", 1, "BadOrigin"),  # root cannot set a subscriber's subscriptions
+                      *by_subscriber,
+                      ("relay", 3, "BadOrigin"),  # a para cannot make a governance call
+                      ("3000", 3, "PublisherNotDisabledError"), ("3000", 3, "NoCachedNodesError")]
+    cleared = [o["value"]["relay_block_number"] for o in outputs  # type: ignore[index]
+               if o["key"] == "3000" and o["value"].get("kind") == "PublisherCacheCleared"]  # type: ignore[union-attr]
+    assert cleared == ([2, 3] if admin_origin is AdminOrigin.GOVERNANCE_OR_SUBSCRIBER else [3])
     assert [unhex_0x(o["value"]["value"]) for o in outputs if str(o["topic"]).endswith(".updates")][:1] == [b"v"]  # type: ignore[index]
+
+
+def test_governance_calls_decode_and_address_their_subscriber() -> None:
+    for inner in (EnablePublisher(PUBLISHER), ClearPublisherCache(PUBLISHER)):
+        call = GovernanceCall(SUBSCRIBER, inner)
+        assert decode_subscriber_call(call.encode()) == call
+        assert subscriber_of("root", call, call.encode()) == SUBSCRIBER
+        for origin in (f"para:{SUBSCRIBER}", "para:1"):
+            with pytest.raises(SubscriberCallError) as refused:
+                subscriber_of(origin, call, call.encode())
+            assert refused.value.reason == "BadOrigin"
+    assert subscriber_of(f"para:{SUBSCRIBER}", EnablePublisher(1), b"") == SUBSCRIBER
+    with pytest.raises(SubscriberCallError) as refused:
+        subscriber_of("root", EnablePublisher(1), b"")
+    assert refused.value.reason == "BadOrigin"
 
 
 @settings(max_examples=40)
@@ -214,7 +265,8 @@ def test_config_sections_apply_and_unknown_keys_are_refused() -> None:
     log.block()
     config = SimulatorConfig.from_json({"admission": {"max_messages_per_block": 1}})
     assert sorted(rejected(run(log.lines, config)).values()) == [("rejected", "RateLimited")]
-    for bad in ({"admission": {"nope": 1}}, {"subscriber": {"db_read": 5}}, {"admission": {"realm": "x"}}, {"subscriber": {"pov_percent": 101}}, {"colour": "blue"}, []):
+    for bad in ({"admission": {"nope": 1}}, {"subscriber": {"db_read": 5}}, {"admission": {"realm": "x"}}, {"subscriber": {"pov_percent": 101}},
+                {"subscriber": {"admin_origin": "anyone"}}, {"subscriber": {"admin_origin": 1}}, {"colour": "blue"}, []):
         try:
             SimulatorConfig.from_json(bad)
         except ConfigError as exc:
