@@ -199,9 +199,10 @@ class RelayStage:
 
     def _record(self, book: _Book, machine: RelayMachine, log: LogRecord, record: InputRecord) -> OutputRecord | None:
         """Buffer an authentic record at its position, or refuse it: not authentic (admission's ``Malformed``,
-        ``BadSignature``, ``NotMember``), a seqno its sender already used on this stream and origin (ignored
-        ``Duplicate``: a copy or a replay, wherever it was placed), or another envelope at a position already
-        received (``PositionConflict``: only the origin's own key can sign one)."""
+        ``BadSignature``, ``NotMember``), a seqno at or below the highest its sender used on this stream and
+        origin (ignored ``Duplicate``: a copy or a replay, wherever it was placed), or another envelope at a
+        position already received (``PositionConflict``: only the origin's own key can sign one). An authentic
+        envelope with a new seqno spends it, buffered or refused, as admission's watermark does (envelope.md)."""
         try:
             envelope = machine.admission.authenticate(record.stream, record.origin, record.value).envelope
         except Unauthenticated as exc:
@@ -212,12 +213,12 @@ class RelayStage:
             return self._refusal(log, "ignored", "Duplicate",
                                  f"seqno {envelope.seqno} of 0x{envelope.sender.hex()} on {stream}/{origin} was "
                                  f"already received")
+        book.set_received(stream, origin, envelope.sender, envelope.seqno)
         taken = book.buffered_at(stream, origin, record.position) is not None
         if taken or record.position <= book.included(stream, origin):
             return self._refusal(log, "rejected", "PositionConflict",
                                  f"{record.record_id} was already received with another envelope")
         book.buffer(record)
-        book.set_received(stream, origin, envelope.sender, envelope.seqno)
         return None
 
     # -- blocks -------------------------------------------------------------------------------------
@@ -330,7 +331,7 @@ class _Book:
     GENESIS = "simulator.Genesis"
     HELD = "simulator.Held"  # u64 BE arrival number -> {stream, key, offset, record} JSON, before the genesis
     HELD_COUNT = "simulator.HeldCount"  # u64 LE: how many records are held
-    RECEIVED = "simulator.Received"  # slot ‖ sender -> u64 LE highest seqno buffered from it
+    RECEIVED = "simulator.Received"  # slot ‖ sender -> u64 LE highest seqno received from it (authentic)
     BUFFER = "simulator.Buffer"  # slot ‖ u64 BE position -> InputRecord JSON
     INCLUDED = "simulator.Included"  # slot -> u64 LE last included position
     WAITING = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
@@ -371,7 +372,7 @@ class _Book:
         return held
 
     def received(self, stream: str, origin: str, sender: bytes) -> int | None:
-        """The highest seqno of ``sender`` buffered on (stream, origin), if any."""
+        """The highest seqno of ``sender`` received in an authentic envelope on (stream, origin), if any."""
         raw = self.txn.get(self.RECEIVED, _slot(stream, origin) + sender)
         return None if raw is None else int.from_bytes(raw, "little")
 

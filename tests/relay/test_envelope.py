@@ -115,6 +115,36 @@ def test_rejects_oversized_messages() -> None:
     assert admit(COLLATOR.sign(UPWARD, 2, bytes(101)).encode(), admission) == (Verdict.REJECT, "MessageTooLarge")
 
 
+@pytest.mark.parametrize("refusal", ["MessageTooLarge", "RateLimited", "BadFormat"])
+def test_a_seqno_refused_after_the_duplicate_check_is_spent(refusal: str) -> None:
+    """Issue 13 item 6: the watermark is the seen-set of message ids (sender, seqno). An authentic envelope
+    spends its seqno whatever steps 4 to 6 decide, so its replay is an ignored Duplicate, never a second
+    refusal (or a later acceptance); the sender's retry, with its next seqno, is admitted."""
+    big = COLLATOR.sign(UPWARD, 1, bytes(200)).encode()
+    config = AdmissionConfig(max_message_size=len(big) - 1 if refusal == "MessageTooLarge" else 1 << 20,
+                             max_messages_per_block=1)
+    admission, txn = Admission(REGISTRY, config), fresh_txn()
+    rate = RateCounter()
+    if refusal == "RateLimited":
+        assert admit(COLLATOR.sign(UPWARD, 0, b"first").encode(), admission, rate=rate, txn=txn)[0] is Verdict.ACCEPT
+    validate = refuse if refusal == "BadFormat" else accept_all
+    result = admission.admit(txn, "upward", "2000", big, rate, validate)  # type: ignore[arg-type]
+    assert (result.verdict, result.reason) == (Verdict.REJECT, refusal)
+    replay = admission.admit(txn, "upward", "2000", big, RateCounter(), accept_all)  # type: ignore[arg-type]
+    assert (replay.verdict, replay.reason) == (Verdict.IGNORE, "Duplicate")
+    retry = COLLATOR.sign(UPWARD, 2, b"small").encode()
+    assert admit(retry, admission, rate=RateCounter(), txn=txn) == (Verdict.ACCEPT, None)
+
+
+def test_a_lower_seqno_never_seen_is_ignored_as_out_of_order() -> None:
+    """The documented cost of a watermark over a seen-set: a sender that goes back (a seqno below its highest,
+    never used) is ignored like a replay. On a Kafka topic a genuine sender's envelopes keep their order, so only
+    a sender that rewinds its counter gets here, and nothing it sent before is ever admitted twice."""
+    txn = fresh_txn()
+    assert admit(COLLATOR.sign(UPWARD, 5, b"x").encode(), txn=txn) == (Verdict.ACCEPT, None)
+    assert admit(COLLATOR.sign(UPWARD, 4, b"never seen").encode(), txn=txn) == (Verdict.IGNORE, "Duplicate")
+
+
 def test_rate_limit_counts_per_block_and_origin() -> None:
     admission = Admission(REGISTRY, AdmissionConfig(max_messages_per_block=2))
     txn, rate = fresh_txn(), RateCounter()

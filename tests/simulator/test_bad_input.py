@@ -147,6 +147,24 @@ def test_blocks_that_do_not_extend_the_chain_or_are_not_signed_are_rejected() ->
                                  ("ignored", "Duplicate"), ("rejected", "GenesisTooLate")])
 
 
+def test_an_envelope_refused_as_a_position_conflict_spends_its_seqno() -> None:
+    """Issue 13 item 6, the two duplicate checks kept consistent: Stage R's record of seqnos received spends an
+    authentic envelope's seqno even when it is refused as a PositionConflict, as admission's watermark spends a
+    seqno refused after the duplicate check; so a copy of the refused envelope at a free position is an ignored
+    Duplicate, not a record that waits to be included."""
+    log = builder()
+    collator, key = COLLATORS[PUBLISHER], published_key(PUBLISHER, 0)
+    genuine = log.publish(PUBLISHER, collator, [(key, b"a", 0)])
+    equivocation = collator.sign(Topic("polkadot", "upward", str(PUBLISHER)), 10,
+                                 encode_versioned_xcm(Xcm((Publish(key, b"b", 0),)))).encode()
+    log.line("polkadot.upward", str(PUBLISHER), {**genuine.to_json(), "value": "0x" + equivocation.hex()})
+    log.hostile("upward", str(PUBLISHER), equivocation)  # the next, free position
+    log.block()
+    outputs = run(log.lines)
+    assert ingest_reasons(outputs) == sorted([("rejected", "PositionConflict"), ("ignored", "Duplicate")])
+    assert not [o for o in outputs if str(o["id"]).startswith("outcome/")]
+
+
 def subscriber_calls_log() -> tuple[LogBuilder, list[str]]:
     """Subscriber calls of every kind over three blocks; returns the log and the ids of the undecodable ones."""
     log = builder()
