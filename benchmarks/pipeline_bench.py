@@ -17,7 +17,7 @@ What it measures, per log (examples/busy.jsonl and a seeded workload of more tha
    session (``build_spark``), then a first job run on the 7-line examples/minimal.jsonl (first queries, Python
    workers, state stores), and a second one at the end (the fixed cost of any run on a warm JVM).
 2. MapState calls per batch per stage. The same log replayed through ``relay_rows`` and ``subscriber_rows``
-   with the job's backend (``SparkStateBackend(..., default_pages=NAMESPACE_PAGES, defer_writes=True)``) over a
+   with the job's backend (``SparkStateBackend(..., default_pages=NAMESPACE_PAGES, defer_writes=True, page_directory=True)``) over a
    dict-backed MapState that counts getValue / updateValue / removeKey and the bytes they move. The input is cut
    into micro-batches as maxOffsetsPerTrigger would (Spark's per-partition proration), the seam records are
    partitioned as the Kafka sink would (murmur2 of the key), and the replay's outputs are compared with the
@@ -376,7 +376,7 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
             for key in sorted(groups):
                 state = states.setdefault(key, CountingMapState())
                 before = state.snapshot()
-                backend = SparkStateBackend(state, default_pages=NAMESPACE_PAGES, defer_writes=True)
+                backend = SparkStateBackend(state, default_pages=NAMESPACE_PAGES, defer_writes=True, page_directory=True)
                 produced += call(key, groups[key], backend)
                 backend.flush()
                 backend_calls += backend.jvm_calls

@@ -37,6 +37,8 @@ __all__ = [
 PAGES_STATE_NAME = "pubsub_pages"
 PAGE_KEY_SCHEMA = "namespace string, page int"
 PAGE_VALUE_SCHEMA = "data binary"
+DIRECTORY_KEY = ("pubsub.directory", -1)
+"""Where ``page_directory`` keeps the list of stored pages (no namespace has page -1)."""
 
 _LEN = struct.Struct(">I")
 
@@ -102,9 +104,12 @@ class SparkStateBackend:
         pages: Mapping[str, int] | None = None,
         default_pages: int = 1,
         defer_writes: bool = False,
+        page_directory: bool = False,
     ):
         """``defer_writes`` keeps changed pages in memory until ``flush()``: a stage that commits once per
-        input record then still writes each page once per micro-batch (Spark commits the batch atomically)."""
+        input record then still writes each page once per micro-batch (Spark commits the batch atomically).
+        ``page_directory`` keeps the list of stored pages in one MapState entry, read once per instance, so a
+        page that does not exist costs no call (many small namespaces otherwise miss on most of their pages)."""
         if default_pages < 1 or any(count < 1 for count in (pages or {}).values()):
             raise ValueError("a namespace needs at least one page")
         self._state = pages_state
@@ -113,6 +118,8 @@ class SparkStateBackend:
         self._cache: dict[tuple[str, int], dict[bytes, bytes]] = {}
         self._defer = defer_writes
         self._dirty: set[tuple[str, int]] = set()
+        self._use_directory = page_directory
+        self._directory: set[tuple[str, int]] | None = None
         self.stats = BackendStats()
         self.jvm_calls = 0
         """MapState calls made (the cost that matters on Spark)."""
@@ -127,8 +134,21 @@ class SparkStateBackend:
             return 0
         return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % count
 
+    def _stored_pages(self) -> set[tuple[str, int]]:
+        """The directory of stored pages (loaded on first use)."""
+        if self._directory is None:
+            self.jvm_calls += 1
+            stored = self._state.getValue(DIRECTORY_KEY)
+            data = bytes(stored[0]) if stored is not None and stored[0] is not None else b""
+            self.stats.bytes_read += len(data)
+            entries = decode_page(data, DIRECTORY_KEY[0], DIRECTORY_KEY[1]) if data else {}
+            self._directory = {(raw[:-4].decode(), int.from_bytes(raw[-4:], "big")) for raw in entries}
+        return self._directory
+
     def _load(self, namespace: str, page: int) -> dict[bytes, bytes]:
         cached = self._cache.get((namespace, page))
+        if cached is None and self._use_directory and (namespace, page) not in self._stored_pages():
+            cached = self._cache[(namespace, page)] = {}
         if cached is None:
             self.jvm_calls += 1
             stored = self._state.getValue((namespace, page))
@@ -177,12 +197,26 @@ class SparkStateBackend:
         self._dirty = set()
 
     def _store(self, touched: set[tuple[str, int]]) -> None:
+        directory = self._stored_pages() if self._use_directory else None
+        before = None if directory is None else set(directory)
         for namespace, page in sorted(touched):
             stored = self._cache[(namespace, page)]
-            self.jvm_calls += 1
             if stored:
                 data = encode_page(stored)
                 self.stats.bytes_written += len(data)
+                self.jvm_calls += 1
                 self._state.updateValue((namespace, page), (data,))
-            else:
+                if directory is not None:
+                    directory.add((namespace, page))
+            elif directory is None or (namespace, page) in directory:
+                self.jvm_calls += 1
                 self._state.removeKey((namespace, page))
+                if directory is not None:
+                    directory.discard((namespace, page))
+        if directory is not None and directory != before:
+            self.jvm_calls += 1
+            if directory:
+                entries = {ns.encode() + page.to_bytes(4, "big"): b"" for ns, page in directory}
+                self._state.updateValue(DIRECTORY_KEY, (encode_page(entries),))
+            else:
+                self._state.removeKey(DIRECTORY_KEY)

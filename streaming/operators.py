@@ -194,7 +194,7 @@ class _Operator:
         self.pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
 
     def _backend(self) -> SparkStateBackend:
-        return SparkStateBackend(self.pages, default_pages=NAMESPACE_PAGES, defer_writes=True)
+        return SparkStateBackend(self.pages, default_pages=NAMESPACE_PAGES, defer_writes=True, page_directory=True)
 
     def close(self) -> None:
         """Nothing to release: the state handle belongs to Spark."""

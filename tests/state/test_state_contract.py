@@ -1,4 +1,6 @@
-"""One contract suite for every state backend (the Spark backend joins the parametrization when it lands)."""
+"""One contract suite for every state backend: memory, and the Spark page backend over a dict-backed MapState
+(paged, with the page directory, with deferred writes). tests/integration/test_spark_state_backend.py runs the
+Spark backend inside a real transformWithState."""
 
 from __future__ import annotations
 
@@ -7,8 +9,35 @@ from collections.abc import Callable
 import pytest
 
 from state import MemoryBackend, StateBackend, StateTransaction, TransactionClosedError
+from state.spark import SparkStateBackend
 
-BACKENDS: dict[str, Callable[[], StateBackend]] = {"memory": MemoryBackend}
+
+class DictMapState:
+    """MapState's three calls over a dict, counting them (what each costs on Spark is one JVM round trip)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[object, ...], tuple[object, ...]] = {}
+        self.calls = 0
+
+    def getValue(self, key: tuple[object, ...]) -> tuple[object, ...] | None:
+        self.calls += 1
+        return self.entries.get(key)
+
+    def updateValue(self, key: tuple[object, ...], value: tuple[object, ...]) -> None:
+        self.calls += 1
+        self.entries[key] = value
+
+    def removeKey(self, key: tuple[object, ...]) -> None:
+        self.calls += 1
+        self.entries.pop(key, None)
+
+
+BACKENDS: dict[str, Callable[[], StateBackend]] = {
+    "memory": MemoryBackend,
+    "spark-pages": lambda: SparkStateBackend(DictMapState(), default_pages=4, page_directory=True),
+    "spark-deferred": lambda: SparkStateBackend(DictMapState(), default_pages=16, defer_writes=True,
+                                                page_directory=True),
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -102,3 +131,33 @@ def test_a_closed_transaction_refuses_use(backend: StateBackend) -> None:
     txn.commit()
     with pytest.raises(TransactionClosedError):
         txn.put("ns", b"a", b"1")
+
+
+def test_the_page_directory_spares_the_calls_for_pages_that_do_not_exist() -> None:
+    mapstate = DictMapState()
+    writer = SparkStateBackend(mapstate, default_pages=16, defer_writes=True, page_directory=True)
+    txn = StateTransaction(writer)
+    txn.put("small", b"k", b"v")
+    txn.commit()
+    writer.flush()
+    assert mapstate.calls == 3  # the directory (absent), the page, the directory again
+    for directory, expected_calls in ((True, 2), (False, 10 * 16 + 1)):
+        mapstate.calls = 0
+        reader = StateTransaction(SparkStateBackend(mapstate, default_pages=16, page_directory=directory))
+        for n in range(10):
+            reader.items(f"absent{n}")
+        assert reader.get("small", b"k") == b"v"
+        assert mapstate.calls == expected_calls
+
+
+def test_a_page_emptied_leaves_the_directory_and_the_store() -> None:
+    mapstate = DictMapState()
+    backend = SparkStateBackend(mapstate, default_pages=2, page_directory=True)
+    txn = StateTransaction(backend)
+    txn.put("ns", b"a", b"1")
+    txn.commit()
+    txn = StateTransaction(backend)
+    txn.delete("ns", b"a")
+    txn.commit()
+    assert mapstate.entries == {}
+    assert StateTransaction(SparkStateBackend(mapstate, default_pages=2, page_directory=True)).items("ns") == {}
