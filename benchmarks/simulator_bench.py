@@ -1,0 +1,207 @@
+"""Simulator speed (issue 11): one seeded workload through the one-process simulator, in publishes per CPU second,
+with a SHA-256 digest of the output lines checked against a reference recorded from code without the speed work.
+
+The workload is the issue's::
+
+    pubsub workload -o w.jsonl --seed 3 --blocks 100 --publishers 20 --system-publishers 4 --subscribers 6 \\
+        --keys 20 --subscribed-keys 40 --update-rate 0.5 --bad-records 0.01
+
+Each run is a fresh Python process (so no run warms another's caches) that imports a source tree, feeds the log
+line by line to ``Simulator`` as ``pubsub simulate`` does, serialises every output record, and reports its CPU
+time (``time.process_time``, around the run only: imports and reading the log are outside), the number of
+publishes applied (``items_count`` of the ``DataPublished`` events) and the digest: SHA-256 of the output lines
+as ``pubsub simulate -o`` writes them, so it equals ``sha256sum`` of that file.
+
+    .venv/bin/python -m benchmarks.simulator_bench                       # this checkout, best of 3
+    .venv/bin/python -m benchmarks.simulator_bench --baseline /tmp/base  # and a baseline tree, interleaved
+    .venv/bin/python -m benchmarks.simulator_bench --record /tmp/base    # record the reference digest from a tree
+    .venv/bin/python -m benchmarks.simulator_bench --profile             # cProfile of one run, top 25 twice
+
+The machine is shared: quote the ratio of ours to the baseline measured in the same run (runs alternate
+baseline, ours, baseline, ours, ...), best of the runs on each side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "simulator.json"
+REFERENCE = ROOT / "benchmarks" / "results" / "simulator_digest.json"
+LOG = Path("/tmp/simulator_bench_workload.jsonl")
+WORKLOAD_FLAGS = [
+    "--seed", "3", "--blocks", "100", "--publishers", "20", "--system-publishers", "4", "--subscribers", "6",
+    "--keys", "20", "--subscribed-keys", "40", "--update-rate", "0.5", "--bad-records", "0.01",
+]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def make_log(path: Path) -> str:
+    """Write the workload with this checkout's ``pubsub workload`` (the same log feeds every tree); its digest."""
+    if not path.exists():
+        subprocess.run([sys.executable, "-m", "cli.main", "workload", "-o", str(path), *WORKLOAD_FLAGS],
+                       cwd=ROOT, check=True, capture_output=True)
+    return _sha256(path)
+
+
+# -- one run, inside the worker process ------------------------------------------------------------------------
+
+
+def run_once(log: Path, profile: Path | None = None) -> dict[str, Any]:
+    """Feed the log to a Simulator of whatever tree is on sys.path; CPU seconds, publishes, outputs, digest."""
+    from cli.commands.simulate import lines
+    from pubsub_core.simulator import Simulator
+    from pubsub_core.stages import SimulatorConfig
+
+    with log.open("rb") as source:
+        raw = [line for line, _ in lines(source)]
+    digest = hashlib.sha256()
+    publishes = outputs = 0
+    profiler = None
+    if profile is not None:
+        import cProfile
+
+        profiler = cProfile.Profile()
+    start = time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    simulator = Simulator(SimulatorConfig())
+    batches = [simulator.feed_line(line) for line in raw]
+    batches.append(simulator.finish())
+    encoded = [record.to_line() + "\n" for batch in batches for record in batch]
+    if profiler is not None:
+        profiler.disable()
+    seconds = time.process_time() - start
+    if profiler is not None:
+        profiler.dump_stats(str(profile))
+    for batch in batches:
+        for record in batch:
+            if record.topic.endswith(".events"):
+                event = record.value.get("event")
+                if isinstance(event, dict) and event.get("event") == "DataPublished":
+                    publishes += int(event.get("items_count", 1))
+    for line in encoded:
+        digest.update(line.encode())
+        outputs += 1
+    return {"seconds": seconds, "publishes": publishes, "outputs": outputs, "digest": digest.hexdigest()}
+
+
+# -- the driver ------------------------------------------------------------------------------------------------
+
+
+def _commit(tree: Path) -> dict[str, Any]:
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.split("\n")
+    return {"commit": head, "modified": sorted(line[3:] for line in dirty if line.strip())}
+
+
+def run_tree(tree: Path, log: Path, profile: Path | None = None) -> dict[str, Any]:
+    """One run in a fresh process that imports ``tree``'s packages (PYTHONPATH first, ahead of the editable
+    install of this checkout)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(log)]
+    if profile is not None:
+        command += ["--profile-to", str(profile)]
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"worker on {tree} failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def print_profile(path: Path, top: int) -> None:
+    import pstats
+
+    for key in ("cumulative", "tottime"):
+        print(f"\n--- top {top} by {key} ---")
+        pstats.Stats(str(path)).strip_dirs().sort_stats(key).print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="runs per tree; the best (least CPU time) counts")
+    parser.add_argument("--baseline", type=Path, help="a source tree (e.g. a git worktree) to measure alongside")
+    parser.add_argument("--record", type=Path, metavar="TREE", help=f"record {REFERENCE.name} from TREE and stop")
+    parser.add_argument("--profile", action="store_true", help="cProfile one run of this checkout; top 25 twice")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--log", type=Path, default=LOG, help="where the workload log is kept (made if missing)")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-to", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker is not None:
+        print(json.dumps(run_once(args.worker, args.profile_to)))
+        return
+    log_digest = make_log(args.log)
+    if args.record is not None:
+        result = run_tree(args.record, args.log)
+        reference = {"digest": result["digest"], "outputs": result["outputs"], "publishes": result["publishes"],
+                     "log_sha256": log_digest, "workload": WORKLOAD_FLAGS, **_commit(args.record)}
+        REFERENCE.write_text(json.dumps(reference, indent=2) + "\n")
+        print(json.dumps(reference, indent=2))
+        return
+    if args.profile:
+        stats = Path("/tmp/simulator_bench.prof")
+        result = run_tree(ROOT, args.log, stats)
+        print(f"profiled run: {result['seconds']:.2f} s CPU under cProfile, digest {result['digest']}")
+        print_profile(stats, args.top)
+        return
+    trees = ([("baseline", args.baseline)] if args.baseline else []) + [("ours", ROOT)]
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
+    for i in range(args.runs):
+        for name, tree in trees:
+            result = run_tree(tree, args.log)
+            runs[name].append(result)
+            print(f"run {i + 1} {name:8} {result['seconds']:6.2f} s CPU  "
+                  f"{result['publishes'] / result['seconds']:8,.0f} publishes/s  digest {result['digest'][:16]}",
+                  flush=True)
+    reference = json.loads(REFERENCE.read_text()) if REFERENCE.exists() else None
+    summary: dict[str, Any] = {
+        "workload": WORKLOAD_FLAGS, "log_sha256": log_digest, "runs": args.runs,
+        "python": platform.python_version(), "load_average": os.getloadavg(), "trees": {},
+    }
+    for name, tree in trees:
+        best = min(runs[name], key=lambda r: r["seconds"])
+        digests = {r["digest"] for r in runs[name]}
+        summary["trees"][name] = {
+            "tree": str(tree), **_commit(tree), "best_seconds": best["seconds"],
+            "all_seconds": [r["seconds"] for r in runs[name]], "publishes": best["publishes"],
+            "publishes_per_s": best["publishes"] / best["seconds"], "outputs": best["outputs"],
+            "digest": best["digest"], "stable": len(digests) == 1,
+        }
+    print()
+    for name, figures in summary["trees"].items():
+        print(f"{name:8} best {figures['best_seconds']:.2f} s CPU, {figures['publishes_per_s']:,.0f} publishes/s, "
+              f"{figures['outputs']} outputs, digest {figures['digest']}")
+    ours = summary["trees"]["ours"]
+    if "baseline" in summary["trees"]:
+        base = summary["trees"]["baseline"]
+        summary["speedup"] = base["best_seconds"] / ours["best_seconds"]
+        print(f"speed-up: {summary['speedup']:.2f}x (baseline CPU / ours, best of {args.runs} each, interleaved)")
+        print(f"digest equals the baseline's: {base['digest'] == ours['digest']}")
+    ok = True
+    if reference is not None:
+        ok = reference["digest"] == ours["digest"] and reference["log_sha256"] == log_digest
+        summary["reference"] = {"commit": reference["commit"], "digest": reference["digest"], "equal": ok}
+        print(f"digest equals the reference (commit {reference['commit'][:10]}): {ok}")
+    else:
+        print(f"no reference digest at {REFERENCE}; record one with --record TREE")
+    RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
+    if not ok:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
