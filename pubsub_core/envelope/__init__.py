@@ -12,6 +12,7 @@ from pubsub_core.envelope.admission import (
     Verdict,
     authenticate,
     error_reason,
+    penalty,
 )
 from pubsub_core.envelope.envelope import SIGNING_DOMAIN, Envelope, Signer, Topic, verify_signature
 from pubsub_core.envelope.errors import EnvelopeDecodeError, EnvelopeError, InvalidOrigin
@@ -39,5 +40,6 @@ __all__ = [
     "Verdict",
     "authenticate",
     "error_reason",
+    "penalty",
     "verify_signature",
 ]

@@ -5,6 +5,12 @@ duplicate check keeps, per (stream, origin, sender), the highest seqno admitted 
 single-use once an authentic, authorised envelope carried it, whatever the later checks decide, so a
 replay always ends as IGNORE/Duplicate. Rate limits count per relay block (pubsub_core has no clock).
 
+Seed 004's scoring (P4, the invalid-message penalty: REJECT penalises, IGNORE does not) and backpressure become a
+per-(stream, origin) penalty in the same transaction: every REJECT of an authenticated envelope at steps 4 to 6
+adds points, which decay per relay block; an origin at or above the threshold is throttled to a smaller quota
+per block (docs/envelope.md, "Penalties and backpressure"). Forgeries and strangers fail at steps 1-2 and replays
+are IGNOREd, so neither can cost the genuine origin anything.
+
 The stateless steps (decoding, signature, signed topic, membership) are one function, ``authenticate``: the
 relay stage runs it on every record when it arrives (docs/threat-model.md), and ``Admission.admit`` runs it
 again when a block includes the record, so both apply the same checks in the same order with the same reasons.
@@ -37,9 +43,12 @@ __all__ = [
     "Verdict",
     "authenticate",
     "error_reason",
+    "penalty",
 ]
 
 SEEN_NAMESPACE = "envelope.SeenSeqno"
+PENALTY_NAMESPACE = "envelope.Penalty"
+"""encode_bytes(stream) ‖ encode_bytes(origin) -> u32 LE points ‖ u32 LE block they were last updated at."""
 
 
 class Verdict(Enum):
@@ -57,19 +66,40 @@ class Reason(Enum):
     DUPLICATE = "Duplicate"
     MESSAGE_TOO_LARGE = "MessageTooLarge"
     RATE_LIMITED = "RateLimited"
+    THROTTLED = "Throttled"
 
 
 @dataclass(frozen=True)
 class AdmissionConfig:
-    """Limits from seed 004: 1 MiB messages, 100 publishes per second (600 per 6-second relay block)."""
+    """Limits from seed 004: 1 MiB messages, 100 publishes per second (600 per 6-second relay block).
+
+    Penalties (seed 004's P4 and backpressure, in relay blocks): each REJECT of an authenticated envelope at
+    steps 4 to 6 adds ``penalty_per_rejection`` points to its (stream, origin), up to ``max_penalty``; points
+    decay by ``penalty_decay_per_block`` per relay block; at or above ``penalty_threshold`` the origin is
+    throttled to ``throttled_messages_per_block`` (when below ``max_messages_per_block``; beyond it: REJECT
+    ``Throttled``, itself penalised). The
+    defaults throttle an origin after 10 rejections within about 10 blocks and release it at most
+    ``(max_penalty - penalty_threshold) / penalty_decay_per_block`` = 100 blocks (10 minutes) after it stops.
+    """
 
     realm: str = "polkadot"
     max_message_size: int = 1 << 20
     max_messages_per_block: int = 600
+    penalty_per_rejection: int = 10
+    penalty_decay_per_block: int = 1
+    penalty_threshold: int = 100
+    max_penalty: int = 200
+    throttled_messages_per_block: int = 60
 
     def __post_init__(self) -> None:
         if self.max_message_size < 1 or self.max_messages_per_block < 1:
             raise ValueError("AdmissionConfig limits must be at least 1")
+        if self.penalty_per_rejection < 0 or self.penalty_decay_per_block < 1:
+            raise ValueError("penalty_per_rejection must be non-negative and penalty_decay_per_block at least 1")
+        if not 1 <= self.penalty_threshold <= self.max_penalty < 1 << 32:
+            raise ValueError("penalty_threshold must be in 1..=max_penalty, and max_penalty a u32")
+        if self.throttled_messages_per_block < 0:
+            raise ValueError("throttled_messages_per_block cannot be negative")
 
 
 @dataclass(frozen=True)
@@ -141,9 +171,24 @@ is not verified again when a block includes it (a cache: forgetting an entry onl
 
 @dataclass
 class RateCounter:
-    """Messages admitted so far in this block per (stream, origin)."""
+    """One relay block's admission context: messages admitted so far per (stream, origin), and the block's
+    number, the time unit penalties decay in (None: no penalty bookkeeping, e.g. for block headers)."""
 
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    block: int | None = None
+
+
+def _penalty_key(stream: str, origin_key: str) -> bytes:
+    return encode_bytes(stream.encode()) + encode_bytes(origin_key.encode())
+
+
+def penalty(txn: StateTransaction, config: AdmissionConfig, stream: str, origin_key: str, block: int) -> int:
+    """The (stream, origin)'s penalty points at relay block ``block``, decayed since they were last updated."""
+    raw = txn.get(PENALTY_NAMESPACE, _penalty_key(stream, origin_key))
+    if raw is None:
+        return 0
+    points, since = int.from_bytes(raw[:4], "little"), int.from_bytes(raw[4:8], "little")
+    return max(0, points - config.penalty_decay_per_block * max(0, block - since))
 
 
 def error_reason(error: PubSubError) -> str:
@@ -175,7 +220,8 @@ class Admission:
     def admit(
         self, txn: StateTransaction, stream: str, origin_key: str, raw: bytes, rate: RateCounter, validate: Validator
     ) -> AdmissionResult:
-        """Run every check in order; write only the seqno watermark (and only past the duplicate check)."""
+        """Run every check in order; write only the seqno watermark (past the duplicate check) and, for a
+        REJECT at steps 4 to 6 with ``rate.block`` set, the origin's penalty."""
         remembered = self._authenticated.pop((stream, origin_key, blake2_256(raw)), None)
         try:
             passed = remembered or authenticate(self.registry, self.config.realm, stream, origin_key, raw)
@@ -188,16 +234,38 @@ class Admission:
             detail = f"seqno {envelope.seqno} is not above {int.from_bytes(seen, 'little')}"
             return AdmissionResult(Verdict.IGNORE, Reason.DUPLICATE.value, detail, envelope, origin)
         txn.put(SEEN_NAMESPACE, seen_key, encode_u64(envelope.seqno))
-        if len(raw) > self.config.max_message_size:
-            detail = f"{len(raw)} bytes exceed {self.config.max_message_size}"
-            return AdmissionResult(Verdict.REJECT, Reason.MESSAGE_TOO_LARGE.value, detail, envelope, origin)
+        refusal = self._refusal(txn, stream, origin_key, raw, rate, validate, passed)
+        if refusal is None:
+            return AdmissionResult(Verdict.ACCEPT, None, "", envelope, origin)
+        reason, detail = refusal
+        if rate.block is not None:
+            self._penalise(txn, stream, origin_key, rate.block)
+        return AdmissionResult(Verdict.REJECT, reason, detail, envelope, origin)
+
+    def _refusal(self, txn: StateTransaction, stream: str, origin_key: str, raw: bytes, rate: RateCounter,
+                 validate: Validator, passed: Authenticated) -> tuple[str, str] | None:
+        """Steps 4 to 6 for an authenticated envelope with a new seqno: (reason, detail) of the first failing
+        check, or None. An origin whose penalty reached the threshold has the throttled quota."""
+        config = self.config
+        if len(raw) > config.max_message_size:
+            return Reason.MESSAGE_TOO_LARGE.value, f"{len(raw)} bytes exceed {config.max_message_size}"
+        points = 0 if rate.block is None else penalty(txn, config, stream, origin_key, rate.block)
         count = rate.counts.get((stream, origin_key), 0)
-        if count >= self.config.max_messages_per_block:
-            detail = f"{count} messages from {origin_key} on {stream} this block already"
-            return AdmissionResult(Verdict.REJECT, Reason.RATE_LIMITED.value, detail, envelope, origin)
+        if points >= config.penalty_threshold and count >= config.throttled_messages_per_block:
+            return Reason.THROTTLED.value, (f"{origin_key} on {stream} has {points} penalty points (threshold "
+                                            f"{config.penalty_threshold}): {count} messages this block already")
+        if count >= config.max_messages_per_block:
+            return Reason.RATE_LIMITED.value, f"{count} messages from {origin_key} on {stream} this block already"
         rate.counts[(stream, origin_key)] = count + 1
         try:
-            validate(envelope, origin)
+            validate(passed.envelope, passed.origin)
         except PubSubError as exc:
-            return AdmissionResult(Verdict.REJECT, error_reason(exc), str(exc), envelope, origin)
-        return AdmissionResult(Verdict.ACCEPT, None, "", envelope, origin)
+            return error_reason(exc), str(exc)
+        return None
+
+    def _penalise(self, txn: StateTransaction, stream: str, origin_key: str, block: int) -> None:
+        """Add one rejection's points to the (stream, origin), after decaying what it had, up to the cap."""
+        config = self.config
+        points = min(config.max_penalty, penalty(txn, config, stream, origin_key, block) + config.penalty_per_rejection)
+        txn.put(PENALTY_NAMESPACE, _penalty_key(stream, origin_key),
+                points.to_bytes(4, "little") + block.to_bytes(4, "little"))

@@ -261,7 +261,7 @@ class RelayMachine:
         acc = _Block(now)
         router = self.router_factory()
         self._session(txn, acc, router, header.session_index, now)
-        rate = RateCounter()
+        rate = RateCounter(block=now)
         self._upward(txn, acc, router, grouped.get("upward", {}), rate, now)
         self._horizontal(txn, acc, router, grouped.get("horizontal", {}), rate, now)
         self._extrinsics(txn, acc, router, grouped.get("extrinsics", {}), rate, now)

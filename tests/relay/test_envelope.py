@@ -19,6 +19,7 @@ from pubsub_core.envelope import (
     Unauthenticated,
     Verdict,
     authenticate,
+    penalty,
     verify_signature,
 )
 from pubsub_core.errors import PubSubError
@@ -260,3 +261,88 @@ def test_a_record_authenticated_on_arrival_is_not_verified_again(monkeypatch: py
 def test_key_registry_json_is_strict(body: object) -> None:
     with pytest.raises(ValueError):
         KeyRegistry.from_json(body)
+
+
+PEER = Signer(bytes([11]) * 32)
+TWO_PARAS = KeyRegistry(para_keys={2000: frozenset({COLLATOR.public_key}), 2001: frozenset({PEER.public_key})})
+PENALTIES = AdmissionConfig(max_messages_per_block=5, throttled_messages_per_block=1, penalty_per_rejection=10,
+                            penalty_threshold=30, max_penalty=50, penalty_decay_per_block=1)
+
+
+class Sender:
+    """One para's collator sending numbered envelopes on ``upward`` through one admission and transaction."""
+
+    def __init__(self, admission: Admission, txn: object, key: Signer, para: int) -> None:
+        self.admission, self.txn, self.key, self.para, self.seqno = admission, txn, key, para, 0
+
+    def send(self, count: int, rate: RateCounter, validate: object = accept_all) -> list[str]:
+        """Reasons per envelope ("ok" when accepted)."""
+        out = []
+        for _ in range(count):
+            self.seqno += 1
+            raw = self.key.sign(Topic("polkadot", "upward", str(self.para)), self.seqno, b"m").encode()
+            result = self.admission.admit(self.txn, "upward", str(self.para), raw, rate, validate)  # type: ignore[arg-type]
+            out.append(result.reason or "ok")
+        return out
+
+    def points(self, block: int) -> int:
+        return penalty(self.txn, PENALTIES, "upward", str(self.para), block)  # type: ignore[arg-type]
+
+
+def test_a_flooding_origin_is_throttled_a_well_behaved_one_never_and_penalties_decay() -> None:
+    """Issue 13 item 9: rejections at steps 4-6 penalise the authenticated (stream, origin); at the threshold its
+    quota drops to the throttled one, whose excess is refused as Throttled (and penalised); points decay one per
+    relay block until the origin has its full quota again. A para sending within its quota is never touched."""
+    admission, txn = Admission(TWO_PARAS, PENALTIES), fresh_txn()
+    flooder, polite = Sender(admission, txn, COLLATOR, 2000), Sender(admission, txn, PEER, 2001)
+    rate = RateCounter(block=1)
+    assert flooder.send(9, rate) == ["ok"] * 5 + ["RateLimited"] * 3 + ["Throttled"]  # throttled at 30 points
+    assert polite.send(5, rate) == ["ok"] * 5
+    assert (flooder.points(1), polite.points(1)) == (40, 0)
+    rate = RateCounter(block=2)
+    assert flooder.send(3, rate) == ["ok", "Throttled", "Throttled"]
+    assert polite.send(5, rate) == ["ok"] * 5
+    assert flooder.points(2) == 50  # 39 + 2 x 10, capped at max_penalty
+    assert flooder.points(21) == 31 and flooder.send(2, RateCounter(block=21)) == ["ok", "Throttled"]
+    assert flooder.points(21) == 41
+    assert flooder.points(32) == 30 and flooder.points(33) == 29
+    assert flooder.send(5, RateCounter(block=33)) == ["ok"] * 5  # decayed below the threshold: full quota
+    assert polite.points(33) == 0
+
+
+def test_custom_validation_and_size_rejections_penalise_like_flooding() -> None:
+    admission, txn = Admission(TWO_PARAS, PENALTIES), fresh_txn()
+    sender = Sender(admission, txn, COLLATOR, 2000)
+    assert sender.send(3, RateCounter(block=1), refuse) == ["BadFormat"] * 3
+    assert sender.points(1) == 30
+    assert sender.send(2, RateCounter(block=1)) == ["ok", "Throttled"]
+
+
+def test_forgeries_replays_and_headers_never_cost_the_genuine_origin_anything() -> None:
+    """Only an authenticated envelope with a new seqno can be penalised: forged, foreign and stranger envelopes
+    fail before (steps 1-2), replays are IGNOREd, and header admission (no block in its context) keeps no score."""
+    admission, txn = Admission(TWO_PARAS, PENALTIES), fresh_txn()
+    genuine = COLLATOR.sign(UPWARD, 1, b"m").encode()
+    flipped = bytearray(genuine)
+    flipped[-1] ^= 1
+    hostile = [bytes(flipped), STRANGER.sign(UPWARD, 2, b"m").encode(), PEER.sign(UPWARD, 3, b"m").encode(),
+               COLLATOR.sign(Topic("kusama", "upward", "2000"), 4, b"m").encode(), b"garbage"]
+    rate = RateCounter(block=1)
+    assert admission.admit(txn, "upward", "2000", genuine, rate, accept_all).verdict is Verdict.ACCEPT  # type: ignore[arg-type]
+    for _ in range(20):
+        for raw in [*hostile, genuine]:
+            result = admission.admit(txn, "upward", "2000", raw, rate, refuse)  # type: ignore[arg-type]
+            assert result.verdict is not Verdict.ACCEPT and result.reason != "BadFormat"
+    for seqno in range(5, 10):
+        admission.admit(txn, "upward", "2000", COLLATOR.sign(UPWARD, seqno, b"m").encode(),  # type: ignore[arg-type]
+                            RateCounter(), refuse)
+    assert penalty(txn, PENALTIES, "upward", "2000", 1) == 0  # type: ignore[arg-type]
+    after = admission.admit(txn, "upward", "2000", COLLATOR.sign(UPWARD, 100, b"m").encode(), rate, accept_all)  # type: ignore[arg-type]
+    assert after.verdict is Verdict.ACCEPT
+
+
+@pytest.mark.parametrize("bad", [{"penalty_threshold": 0}, {"penalty_threshold": 300}, {"penalty_decay_per_block": 0},
+                                 {"penalty_per_rejection": -1}, {"throttled_messages_per_block": -1}])
+def test_penalty_settings_are_validated(bad: dict[str, int]) -> None:
+    with pytest.raises(ValueError):
+        AdmissionConfig(**bad)  # type: ignore[arg-type]

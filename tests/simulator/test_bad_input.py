@@ -165,6 +165,33 @@ def test_an_envelope_refused_as_a_position_conflict_spends_its_seqno() -> None:
     assert not [o for o in outputs if str(o["id"]).startswith("outcome/")]
 
 
+def test_a_flooding_para_is_throttled_across_blocks_and_a_quiet_one_is_not() -> None:
+    """Issue 13 item 9 through the block machine: para 1000 sends three records a block against a quota of two,
+    is throttled to one a block once its penalty reaches the threshold, and has its quota back after a quiet
+    stretch; para 2999 (whose publishes fail in execution, which is not an admission rejection) is never
+    refused."""
+    config = SimulatorConfig.from_json({"admission": {
+        "max_messages_per_block": 2, "throttled_messages_per_block": 1, "penalty_per_rejection": 15,
+        "penalty_threshold": 20, "max_penalty": 30, "penalty_decay_per_block": 1}})
+    log = builder()
+    key = published_key(PUBLISHER, 0)
+    sent: dict[str, int] = {}
+    for number, count in enumerate([3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], start=1):
+        for n in range(count):
+            record = log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(key, bytes([number, n]), 0)])
+            sent[record.record_id] = number
+        log.publish(UNREGISTERED, COLLATORS[UNREGISTERED], [(key, b"x", 0)])
+        log.block()
+    refused: dict[int, list[str]] = {}
+    for record, (status, reason) in rejected(run(log.lines, config)).items():
+        assert record in sent and status == "rejected", (record, reason)
+        refused.setdefault(sent[record], []).append(reason)
+    # Block 1: the third record is RateLimited (15 points). Block 2: 14 points, so again RateLimited (29).
+    # Block 3: 28 points, throttled: the second and third are Throttled (capped at 30). Ten quiet blocks later
+    # (block 14: 19 points) the full quota is back.
+    assert refused == {1: ["RateLimited"], 2: ["RateLimited"], 3: ["Throttled", "Throttled"]}
+
+
 def subscriber_calls_log() -> tuple[LogBuilder, list[str]]:
     """Subscriber calls of every kind over three blocks; returns the log and the ids of the undecodable ones."""
     log = builder()
