@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pubsub_core.codec.scale import ScaleReader, encode_compact
-from pubsub_core.trie.node import Node, decode_node
+from pubsub_core.trie.node import Node, decode_node_cached
 from state.transaction import StateTransaction
 
 __all__ = ["MemoryNodeStore", "NodeStore", "StateNodeStore", "StoreStats"]
@@ -179,7 +179,7 @@ class StateNodeStore:
                 encoded = self._pages[pid].get(path[len(pid) :])
                 if encoded is None:
                     continue
-                decoded = decode_node(encoded)
+                decoded = decode_node_cached(encoded)
                 if decoded is None:
                     continue
                 node = self._decoded[path] = decoded

@@ -14,7 +14,7 @@ from typing import Protocol
 from pubsub_core.trie.errors import IncompleteProofError
 from pubsub_core.trie.layout import HASH_LEN
 from pubsub_core.hashing import blake2_256
-from pubsub_core.trie.node import EMPTY_NODE, Node, decode_node, nibble_index
+from pubsub_core.trie.node import EMPTY_NODE, Node, decode_node_cached, nibble_index
 from pubsub_core.trie.recorder import AccessTracker
 
 __all__ = ["NodeSource", "PathStep", "walk_path"]
@@ -91,7 +91,7 @@ def walk_path(
             encoded, step_hash = fetched, ref
         else:
             encoded, step_hash = ref, None
-        node = decode_node(encoded)
+        node = decode_node_cached(encoded)
         if node is None:
             yield PathStep(step_hash, encoded, None, depth, index, True, False, None)
             return
