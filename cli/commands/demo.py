@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli.commands.common import console
+from cli.commands.demo_live import add_live_arguments, run_live_demo
 from cli.commands.verify import comparison_table
 
 DEMO_REALM = "demo"
@@ -35,7 +36,9 @@ def register(subparsers: Any) -> None:
             "publishers, three subscribers, TTLs that expire, some bad records), produce it to fresh "
             f"'{DEMO_REALM}.*' topics, run the Spark job over it (Stage R, then Stage S; available-now), then print "
             "what each subscriber received, proof bytes per block and subscriber, rejections by reason, and the "
-            "job's outputs compared record by record with the one-process simulator. Exit 0 only if they are equal."
+            "job's outputs compared record by record with the one-process simulator. Exit 0 only if they are equal. "
+            "With --live: the live producer, the block author, the continuous job and a following consumer run "
+            "together with a status view, then block-to-update latency percentiles and a latency/PoV plot."
         ),
     )
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
@@ -47,10 +50,13 @@ def register(subparsers: Any) -> None:
                         help="records per micro-batch and query (default: 50, so the relay takes a few batches)")
     parser.add_argument("--rows", type=int, default=6, metavar="N", help="updates shown per subscriber (default: 6)")
     parser.add_argument("--keep-broker", action="store_true", help="leave the embedded broker running afterwards")
+    add_live_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.live:
+        return run_live_demo(args)
     from producers.kafka_io import read_outputs
     from producers.workload import WorkloadSpec, generate
     from pubsub_core.stages.topics import topic
