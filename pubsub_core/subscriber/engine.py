@@ -450,13 +450,15 @@ class _Run:
                     break
                 if index >= self.config.max_trie_depth:
                     raise _DepthExceeded
-        refs = self._read_refs(para, old_path, new_path)
+        old_ids = {step.node_hash for step in old_path if not step.inline}
+        new_ids = {step.node_hash for step in new_path if not step.inline}
+        refs = self._read_refs(para, old_ids ^ new_ids)
         entry = last_entry
         if unchanged:
             self.stats.keys_unchanged += 1
         else:
             entry = self._deliver(para, key, new_root, holder, last_entry)
-        self._update_cache(para, old_path, new_path, fetched, refs)
+        self._update_cache(para, old_ids - new_ids, new_ids - old_ids, fetched, refs)
         self.txn.put(st.keys_ns(para), key, KeyState(tuple(new_path), entry).encode())
 
     def _deliver(
@@ -506,40 +508,40 @@ class _Run:
         )
         self.pending.append(_Pending(para, update, (EventKind.DATA_PROCESSED, para, key, len(value), None)))
 
-    def _read_refs(self, para: int, old: Sequence[PathStep], new: Sequence[PathStep]) -> dict[bytes, int]:
-        """Read (and pay for) the refcounts a path change touches, before anything is written."""
-        old_ids = {step.node_hash for step in old if not step.inline}
-        new_ids = {step.node_hash for step in new if not step.inline}
+    def _read_refs(self, para: int, touched: set[bytes]) -> dict[bytes, int]:
+        """Read (and pay for) the refcounts of the nodes a path change touches (on the old path or the new one,
+        not both), before anything is written."""
+        namespace = st.refs_ns(para)
         refs: dict[bytes, int] = {}
-        for node_hash in sorted(old_ids ^ new_ids):
-            raw = self.read_state(st.refs_ns(para), node_hash)
+        for node_hash in sorted(touched):
+            raw = self.read_state(namespace, node_hash)
             refs[node_hash] = 0 if raw is None else int.from_bytes(raw, "little")
         return refs
 
     def _update_cache(
         self,
         para: int,
-        old: Sequence[PathStep],
-        new: Sequence[PathStep],
+        left: set[bytes],
+        joined: set[bytes],
         bodies: Mapping[bytes, bytes],
         refs: Mapping[bytes, int],
     ) -> None:
-        """Reference-count the key's path nodes: a node is evicted only when no subscribed path uses it."""
-        old_ids = {step.node_hash for step in old if not step.inline}
-        new_ids = {step.node_hash for step in new if not step.inline}
-        for node_hash in sorted(old_ids - new_ids):
+        """Reference-count the key's path nodes (``left``: only on the old path; ``joined``: only on the new
+        one): a node is evicted only when no subscribed path uses it."""
+        txn, refs_ns, cache_ns = self.txn, st.refs_ns(para), st.cache_ns(para)
+        for node_hash in sorted(left):
             count = refs[node_hash]
             if count <= 1:
-                self.txn.delete(st.refs_ns(para), node_hash)
-                self.txn.delete(st.cache_ns(para), node_hash)
+                txn.delete(refs_ns, node_hash)
+                txn.delete(cache_ns, node_hash)
             else:
-                self.txn.put(st.refs_ns(para), node_hash, encode_u32(count - 1))
-        for node_hash in sorted(new_ids - old_ids):
+                txn.put(refs_ns, node_hash, encode_u32(count - 1))
+        for node_hash in sorted(joined):
             count = refs[node_hash]
-            self.txn.put(st.refs_ns(para), node_hash, encode_u32(count + 1))
+            txn.put(refs_ns, node_hash, encode_u32(count + 1))
             body = bodies.get(node_hash)
             if count == 0 and body is not None and len(body) <= self.config.max_cached_node_size:
-                self.txn.put(st.cache_ns(para), node_hash, body)
+                txn.put(cache_ns, node_hash, body)
 
     def _disable(self, para: int) -> None:
         """MaxTrieDepth exceeded: drop the publisher's deliveries of this block, forget its state, disable it."""
