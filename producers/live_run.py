@@ -373,7 +373,7 @@ class LiveRun:
         shutil.rmtree(self.plan.logs, ignore_errors=True)
         self.monitor.__enter__()
         start = self.supervisor.start
-        start("job", self.plan.job(self.bootstrap))
+        start("job", self.plan.job(self.bootstrap), env={"COLUMNS": "400"})  # one progress line per batch
         start("follow", self.plan.follower(self.bootstrap), stdout=self.follow_log)
         start("setup", self.plan.producer(self.bootstrap, seconds=0.001), may_finish=True)
         start("author", self.plan.author(self.bootstrap), env={"PUBSUB_AUTHOR_KEY": WORKLOAD_AUTHOR_SEED.hex()})
