@@ -149,7 +149,7 @@ def test_follow_shows_each_update_once_and_stops_on_sigint(kafka_settings: Setti
 
     try:
         shown = take(3)
-        produce(kafka_settings, [c, d, a])  # two more copies and one new update while following
+        produce(kafka_settings, [c, a, d])  # two more copies, then one new update (one partition: seen in order)
         shown += take(1)
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
