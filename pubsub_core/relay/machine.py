@@ -299,10 +299,10 @@ class RelayMachine:
             stored = txn.get(_INCLUDED, _included_key(stream, origin))
             previous = -1 if stored is None else int.from_bytes(stored, "little") - 1
             upto = last.get((stream, origin), previous)
-            expected = list(range(previous + 1, upto + 1))
+            expected = range(previous + 1, upto + 1)  # not a list: a hostile manifest may name position 2**64-1
             got = [r.position for r in records]
-            if stream not in STREAMS or got != expected:
-                raise ManifestMismatch(block.header.number, stream, origin, expected, got)
+            if stream not in STREAMS or max(upto - previous, 0) != len(got) or got != list(expected):
+                raise ManifestMismatch(block.header.number, stream, origin, list(expected[:64]), got)
             if records:
                 grouped[stream][origin] = records
                 txn.put(_INCLUDED, _included_key(stream, origin), (upto + 1).to_bytes(8, "little"))

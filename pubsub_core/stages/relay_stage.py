@@ -223,15 +223,16 @@ class RelayStage:
 
     # -- blocks -------------------------------------------------------------------------------------
     def _missing(self, book: _Book, header: BlockHeader) -> list[str]:
-        """Record ids the block includes that have not arrived yet."""
-        missing: list[str] = []
+        """The first record id the block includes that has not arrived yet (none: an empty list). Stopping at
+        the first bounds the work by the records buffered, whatever position a manifest names (2**64-1)."""
         for stream, origin, last in header.manifest:
             if stream not in INPUT_STREAMS:
                 continue
             first = book.included(stream, origin) + 1
-            missing += [f"{stream}/{origin}/{p}" for p in range(first, last + 1)
-                        if book.buffered_at(stream, origin, p) is None]
-        return missing
+            for position in range(first, last + 1):
+                if book.buffered_at(stream, origin, position) is None:
+                    return [f"{stream}/{origin}/{position}"]
+        return []
 
     def _ready_blocks(self, book: _Book) -> list[RelayStep]:
         """Apply queued blocks, in arrival order, while the head of the queue has all its records."""
