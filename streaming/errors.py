@@ -70,3 +70,17 @@ def tail(path: Path, lines: int = 30) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+class CheckpointDiskFull(StreamingError):
+    """The disk holding the checkpoint is full: the micro-batch being written is not committed, so a restart
+    after freeing space re-runs it from the last committed batch."""
+
+    def __init__(self, checkpoint: Path, free_bytes: int | None) -> None:
+        free = "unknown" if free_bytes is None else f"{free_bytes:,} bytes"
+        super().__init__(
+            f"the disk holding the checkpoint {checkpoint} is full (No space left on device; free: {free}). The "
+            "batch being written was not committed: free space (or move the checkpoint) and restart the job, it "
+            "resumes from the last committed batch.")
+        self.checkpoint = checkpoint
+        self.free_bytes = free_bytes

@@ -9,6 +9,7 @@ restart, even after SIGKILL, continue where the last committed batches ended.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -18,9 +19,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from producers.topics import ensure_realm_topics
+from producers.topics import TopicError, ensure_realm_topics
+from streaming.errors import CheckpointDiskFull
 from streaming.kafka_broker import ensure_kafka
 from streaming.paths import runtime_dir
 from streaming.pipeline import (
@@ -35,7 +38,7 @@ from streaming.settings import Settings, load_settings
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["BatchReport", "JobSummary", "add_job_arguments", "ensure_outputs", "main", "run_job",
+__all__ = ["BatchReport", "JobSummary", "add_job_arguments", "disk_full", "ensure_outputs", "main", "run_job",
            "settings_from_args"]
 
 
@@ -161,8 +164,11 @@ def run_job(
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
             if not available_now and time.monotonic() - last_scan > 2:
-                ensure_outputs(settings, [r for r in _realms_now(settings) if r not in realms])
-                realms[:] = _realms_now(settings)
+                try:
+                    ensure_outputs(settings, [r for r in _realms_now(settings) if r not in realms])
+                    realms[:] = _realms_now(settings)
+                except (KafkaException, TopicError):
+                    pass  # the broker is unreachable for a moment (a restart): the queries wait for it; scan later
                 last_scan = time.monotonic()
         for name, query in queries:
             follower.poll(query, name, available_now)
@@ -180,6 +186,11 @@ def run_job(
             queries = [("relay", build_relay_query(spark, settings, config, key, False)),
                        ("subscribers", build_subscriber_query(spark, settings, config, key, False))]
             follow(queries)
+    except Exception as exc:
+        full = disk_full(settings.checkpoint_dir, exc)
+        if full is not None:
+            raise full from exc
+        raise
     finally:
         for _, query in queries:
             if query.isActive:
@@ -188,6 +199,32 @@ def run_job(
             signal.signal(sig, handler)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def disk_full(checkpoint: Path, error: BaseException) -> CheckpointDiskFull | None:
+    """``CheckpointDiskFull`` if ``error`` (a failed query) comes from a full checkpoint disk: "No space left on
+    device" somewhere in its Java cause chain, or less than 1 MiB free where the checkpoint lives. Spark's own
+    message names only the state store commit that failed."""
+    texts, origin = [str(error)], getattr(error, "_origin", None)
+    for _ in range(30):
+        if origin is None:
+            break
+        try:
+            texts.append(str(origin.toString()))
+            origin = origin.getCause()
+        except Exception:  # noqa: BLE001 - a gateway that went away: judge by what was read
+            break
+    folder = checkpoint
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        stat = os.statvfs(folder)
+        free: int | None = stat.f_bavail * stat.f_frsize
+    except OSError:
+        free = None
+    if any("No space left on device" in text for text in texts) or (free is not None and free < 2**20):
+        return CheckpointDiskFull(checkpoint, free)
+    return None
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:

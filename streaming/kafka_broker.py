@@ -116,29 +116,37 @@ class EmbeddedKafka:
             return info
         return None
 
-    def start(self) -> BrokerInfo:
-        """Reuse the recorded broker if it serves, else start a new one on free ports and wait until it serves."""
+    def start(self, keep_data: bool = False) -> BrokerInfo:
+        """Reuse the recorded broker if it serves, else start a new one on free ports and wait until it serves.
+
+        ``keep_data``: restart on the data a previous broker of this folder left (after ``stop`` or ``kill``), on
+        the same ports, so clients reconnect to the same bootstrap; a folder never formatted starts afresh."""
         running = self.status()
         if running is not None:
             self.started_here = False
             return running
         classpath = self._classpath()
         self._stop_recorded()
-        port, controller_port = free_port(), free_port()
         data_dir = self.home / "data"
-        shutil.rmtree(data_dir, ignore_errors=True)
-        data_dir.mkdir(parents=True)
-        config = self._write_config(port, controller_port, data_dir)
+        config = self.home / "server.properties"
         java = shutil.which("java") or "java"
         base = [java, "-Xms" + self.heap, "-Xmx" + self.heap, "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}", "-cp", classpath]
-        cluster_id = self._random_uuid(base)
-        formatted = subprocess.run(
-            [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted"],
-            capture_output=True, text=True, check=False,
-        )
-        if formatted.returncode != 0:
-            raise BrokerStartError("StorageTool format failed", config, formatted.stdout + formatted.stderr)
+        if keep_data and (data_dir / "meta.properties").exists() and config.exists():
+            port, controller_port = self._recorded_ports(config)
+        else:
+            port, controller_port = free_port(), free_port()
+            shutil.rmtree(data_dir, ignore_errors=True)
+            data_dir.mkdir(parents=True)
+            config = self._write_config(port, controller_port, data_dir)
+            cluster_id = self._random_uuid(base)
+            formatted = subprocess.run(
+                [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
+                 "--ignore-formatted"],
+                capture_output=True, text=True, check=False,
+            )
+            if formatted.returncode != 0:
+                raise BrokerStartError("StorageTool format failed", config, formatted.stdout + formatted.stderr)
         with open(self.home / "broker.out", "ab") as out:
             process = subprocess.Popen(
                 [*base, "-XX:+UseG1GC", "kafka.Kafka", str(config)],
@@ -164,7 +172,35 @@ class EmbeddedKafka:
         """Stop the recorded broker (SIGTERM, then SIGKILL after `timeout`); False if none was running."""
         return self._stop_recorded(timeout)
 
+    def kill(self) -> bool:
+        """SIGKILL the recorded broker (a crash: no controlled shutdown) and wait until it is gone; its data and
+        config stay, so ``start(keep_data=True)`` restarts it on them. False if none was running."""
+        try:
+            pid = int(json.loads(self._state_file.read_text())["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if not _pid_alive(pid):
+            return False
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                waited, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                waited = 0
+            if waited == pid or not _pid_alive(pid):
+                return True
+            time.sleep(0.1)
+        return True
+
     # -- internals ----------------------------------------------------------------------------
+    @staticmethod
+    def _recorded_ports(config: Path) -> tuple[int, int]:
+        """The (broker, controller) ports of a written server.properties."""
+        props = dict(line.split("=", 1) for line in config.read_text().splitlines() if "=" in line)
+        listeners = dict(item.split("://", 1) for item in props["listeners"].split(","))
+        return int(listeners["PLAINTEXT"].rsplit(":", 1)[1]), int(listeners["CONTROLLER"].rsplit(":", 1)[1])
+
     def _classpath(self) -> str:
         folder = jvm_lib_dir("kafka")
         if not any(folder.glob("kafka_2.13-*.jar")):

@@ -1,0 +1,476 @@
+"""Soak (issue 12 item 4): a sustained live rate through the block author and the continuous job, with memory and
+state size sampled every 10 s; and the backlog measurement of item 5 (``--backlog``).
+
+    python -m benchmarks.soak                       # 10 minutes at 10 publishes/s, a block a second
+    python -m benchmarks.soak --minutes 3 --rate 6  # shorter
+    python -m benchmarks.soak --backlog 3000        # item 5: a realm whose input holds 3000 blocks at start
+
+Soak. Its own embedded broker; the live producer (``pubsub workload --live``, TTL mix ``0:0.3,5:0.4,30:0.3``:
+most values expire), the author and the job (local[2]) as subprocesses. The live producer never deregisters,
+so this harness signs the manager's extrinsics itself: every ``--churn`` seconds it deregisters one registered
+publisher (its child trie is wiped) and registers it again half a period later (its publishes in between are
+refused, ``NotRegistered``), continuing the manager's positions and seqnos from the topic. Every 10 s it samples:
+RSS of the job's driver (the Python process and its JVM), of the JVM's Python workers (summed), of the broker
+and of the author and producer (from /proc: psutil is not installed here); the checkpoint folder's size on disk
+(``relay/``, ``subscribers/``, and of those the ``state/`` folders: RocksDB changelogs and snapshot zips), the
+RocksDB working folders the JVM holds open; and the pipeline's progress (block head, the outputs' head, and from
+``<realm>.events`` counts of KeyExpired / PublisherDeregistered / PublisherRegistered). At the end the realm is
+exported and compared with the simulator (check_outputs), and ``docs/img/soak.png`` is drawn.
+
+Backlog. A generated workload of N blocks (``producers.workload.generate``) is produced to a fresh realm, then
+the job runs ``--available-now`` with maxOffsetsPerTrigger M: Stage R drains the input (a day of traffic at
+start), then Stage S starts thousands of blocks behind and catches up (a subscriber that fell behind). Peak RSS
+of the driver JVM and of the Python workers, batches and seconds per query are measured for each M; the outputs
+are compared with the simulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from benchmarks.chaos import OutputTracker, Parts, cmdline, descendants, tail
+from producers.live import LiveSource, LiveSpec, read_resume_point
+from producers.live_run import WORKLOAD_AUTHOR_SEED
+from producers.topics import consumer_config, ensure_realm_topics, producer_config
+from producers.workload import LogBuilder, WorkloadSpec, parse_ttl_mix
+from pubsub_core.relay import BroadcasterCall, CallKind
+from pubsub_core.stages import LineRouter, OutputRecord
+from pubsub_core.stages.topics import topic
+from streaming.kafka_broker import EmbeddedKafka
+from streaming.paths import REPO_ROOT
+from streaming.settings import Settings, load_settings
+
+__all__ = ["main", "rss_kib", "tree_rss", "dir_bytes"]
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of one process in KiB (0 if it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE // 1024
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def tree_rss(root: int) -> dict[str, int]:
+    """RSS (KiB) of a job's process tree, by role: the driver's Python, the JVMs, the Python workers."""
+    out: Counter[str] = Counter()
+    out["driver_python"] = rss_kib(root)
+    for pid in descendants(root):
+        line = cmdline(pid)
+        if "java" in line.split(" ", 1)[0]:
+            out["jvm"] += rss_kib(pid)
+        elif "python" in line.split(" ", 1)[0]:
+            out["python_workers"] += rss_kib(pid)
+    return dict(out)
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes on disk under ``path`` (allocated blocks, as du counts them)."""
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def rocksdb_dirs(root: int) -> set[Path]:
+    """The RocksDB working folders the job's JVMs hold files open in (under spark.local.dir)."""
+    found: set[Path] = set()
+    for pid in [root, *descendants(root)]:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.endswith((".sst", ".log")) and "/workingDir" in target:
+                path = Path(target)
+                while path.parent != path and "workingDir" not in path.name:
+                    path = path.parent
+                found.add(path)
+    return found
+
+
+class EventCounter:
+    """Counts pallet events of some kinds on ``<realm>.events`` (each record id once), in a thread."""
+
+    KINDS = ("KeyExpired", "PublisherDeregistered", "PublisherRegistered", "DataPublished")
+
+    def __init__(self, settings: Settings, realm: str) -> None:
+        self.settings, self.realm = settings, realm
+        self.counts: Counter[str] = Counter()
+        self.seen: set[bytes] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> EventCounter:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+    def _run(self) -> None:
+        consumer = Consumer({**consumer_config(self.settings, f"soak-events-{uuid.uuid4().hex[:8]}"),
+                             "log_level": "0"})
+        try:
+            name = topic(self.realm, "events")
+            parts = consumer.list_topics(timeout=10).topics[name].partitions
+            consumer.assign([TopicPartition(name, p, 0) for p in sorted(parts)])
+            while not self._stop.is_set():
+                for message in consumer.consume(500, 0.3):
+                    if message.error() is not None:
+                        continue
+                    record_id = dict(message.headers() or ()).get("id")
+                    if record_id in self.seen:
+                        continue
+                    self.seen.add(record_id)
+                    text = (message.value() or b"").decode(errors="replace")
+                    for kind in self.KINDS:
+                        if f'"{kind}"' in text:
+                            self.counts[kind] += 1
+        finally:
+            consumer.close()
+
+
+class Churn:
+    """The manager's deregister / register extrinsics for the registered publishers, signed here (the live
+    producer never deregisters), continuing the manager's positions and seqnos on ``<realm>.extrinsics``."""
+
+    def __init__(self, settings: Settings, spec: LiveSpec) -> None:
+        self.settings = settings
+        source = LiveSource(spec)
+        self.cast = source.cast
+        self.manager = self.cast.manager.public_key.hex()
+        resume = read_resume_point(settings, spec.workload.realm, {("extrinsics", self.manager)},
+                                   source.genesis.registry)
+        self.log = LogBuilder(spec.workload.realm)
+        self.log.positions.update(resume.positions)
+        self.log.seqnos.update(resume.seqnos)
+        self.router = LineRouter(spec.workload.realm)
+        self.producer = Producer(producer_config(settings))
+        self.sent: Counter[str] = Counter()
+
+    def call(self, kind: CallKind, para: int) -> None:
+        self.log.signed(self.cast.manager, "extrinsics", self.manager, BroadcasterCall(kind, para).encode())
+        lines, self.log.lines = self.log.lines, []
+        for line in lines:
+            routed = self.router.route(line)
+            assert not isinstance(routed, OutputRecord)
+            record, _ = routed
+            self.producer.produce(record.topic, value=record.value, key=record.key)
+        self.producer.flush(30)
+        self.sent[kind.name] += 1
+
+
+@dataclass(frozen=True)
+class SoakPlan:
+    minutes: float = 10.0
+    rate: float = 10.0
+    block_time: float = 1.0
+    trigger_seconds: float = 1.0
+    sample_seconds: float = 10.0
+    churn_seconds: float = 60.0
+    publishers: int = 2
+    system_publishers: int = 1
+    subscribers: int = 3
+    keys: int = 24
+    subscribed_keys: int = 12
+    ttl_mix: str = "0:0.3,5:0.4,30:0.3"
+    seed: int = 11
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cli.main", *args]
+
+
+def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> dict[str, object]:
+    realm = f"soak{uuid.uuid4().hex[:6]}"
+    broker = EmbeddedKafka(home=work / "kafka")
+    parts = Parts(work / "logs")
+    checkpoint = work / "checkpoint"
+    tracker = events = None
+    samples: list[dict[str, object]] = []
+    result: dict[str, object] = {"plan": plan.__dict__, "realm": realm}
+    try:
+        info = broker.start()
+        settings = load_settings(overrides={"kafka_bootstrap": info.bootstrap})
+        ensure_realm_topics(settings, realm, partitions=settings.views_partitions)
+        workload = WorkloadSpec(seed=plan.seed, publishers=plan.publishers, system_publishers=plan.system_publishers,
+                                subscribers=plan.subscribers, keys=plan.keys, subscribed_keys=plan.subscribed_keys,
+                                value_max=48, ttl_mix=parse_ttl_mix(plan.ttl_mix), realm=realm)
+        spec = LiveSpec(workload, plan.rate, None, plan.block_time)
+        parts.start("job", _cli("job", "--realm", realm, "--checkpoint", str(checkpoint), "--trigger-seconds",
+                                f"{plan.trigger_seconds:g}", "--bootstrap", info.bootstrap),
+                    env={"PUBSUB_RUNTIME_DIR": str(work / "runtime")})
+        parts.start("producer", _cli(
+            "workload", "--live", "--realm", realm, "--rate", f"{plan.rate:g}", "--block-time",
+            f"{plan.block_time:g}", "--seed", str(plan.seed), "--publishers", str(plan.publishers),
+            "--system-publishers", str(plan.system_publishers), "--subscribers", str(plan.subscribers),
+            "--keys", str(plan.keys), "--subscribed-keys", str(plan.subscribed_keys), "--value-max", "48",
+            "--ttl-mix", plan.ttl_mix, "--bootstrap", info.bootstrap))
+        parts.start("author", _cli("author", "--realm", realm, "--block-time", f"{plan.block_time:g}",
+                                   "--bootstrap", info.bootstrap),
+                    env={"PUBSUB_AUTHOR_KEY": WORKLOAD_AUTHOR_SEED.hex()})
+        tracker = OutputTracker(settings, realm).start()
+        # warm-up: the job's first outputs (Spark start-up is not part of the soak)
+        deadline = time.monotonic() + 600
+        while tracker.snapshot()[1] == 0:
+            _check(parts)
+            if time.monotonic() > deadline:
+                raise RuntimeError("the job wrote no output in 600 s")
+            time.sleep(1)
+        events = EventCounter(settings, realm).start()
+        churn = Churn(settings, spec)
+        registered = list(churn.cast.registered)
+        say(f"soak {realm}: warm after {time.monotonic() - deadline + 600:.0f}s; {plan.minutes:g} min at {plan.rate:g}/s")
+        start = time.monotonic()
+        end = start + plan.minutes * 60
+        next_sample, next_churn, turn, down = start, start + plan.churn_seconds / 2, 0, None
+        job_pid, broker_pid = parts.pid("job"), info.pid
+        while time.monotonic() < end:
+            _check(parts)
+            now = time.monotonic()
+            if now >= next_churn and registered:
+                if down is None:
+                    down = registered[turn % len(registered)]
+                    churn.call(CallKind.DEREGISTER_PUBLISHER, down)
+                else:
+                    churn.call(CallKind.REGISTER_PUBLISHER, down)
+                    down, turn = None, turn + 1
+                next_churn += plan.churn_seconds / 2
+            if now >= next_sample:
+                head, out_head, _ = tracker.snapshot()
+                rss = tree_rss(job_pid)
+                sample = {
+                    "t": round(now - start, 1), "blocks": head, "outputs": out_head,
+                    "driver_python_mib": rss.get("driver_python", 0) / 1024, "jvm_mib": rss.get("jvm", 0) / 1024,
+                    "python_workers_mib": rss.get("python_workers", 0) / 1024,
+                    "broker_mib": rss_kib(broker_pid) / 1024,
+                    "author_mib": rss_kib(parts.pid("author")) / 1024,
+                    "producer_mib": rss_kib(parts.pid("producer")) / 1024,
+                    "checkpoint_mib": dir_bytes(checkpoint) / 2**20,
+                    "relay_state_mib": dir_bytes(checkpoint / "relay" / "state") / 2**20,
+                    "subscribers_state_mib": dir_bytes(checkpoint / "subscribers" / "state") / 2**20,
+                    "rocksdb_local_mib": sum(dir_bytes(d) for d in rocksdb_dirs(job_pid)) / 2**20,
+                    **{k: events.counts[k] for k in EventCounter.KINDS},
+                }
+                samples.append(sample)
+                say(" ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in sample.items()))
+                next_sample += plan.sample_seconds
+            time.sleep(0.5)
+        if down is not None:
+            churn.call(CallKind.REGISTER_PUBLISHER, down)
+        result["churn"] = dict(churn.sent)
+        # drain, then compare with the simulator
+        parts.stop("producer", signal.SIGINT)
+        head = tracker.snapshot()[0]
+        _wait(parts, lambda: tracker.snapshot()[0] >= head + 2, 120, "two more blocks")
+        parts.stop("author", signal.SIGINT)
+        last = tracker.snapshot()[0]
+        subscribers = range(3000, 3000 + plan.subscribers)
+        _wait(parts, lambda: all(tracker.snapshot()[2].get(s, 0) >= last for s in subscribers), 900,
+              f"Stage S at block {last}")
+        parts.stop("job", signal.SIGTERM)
+        result["blocks"] = last
+        result["events"] = dict(events.counts)
+        exported = work / "events.jsonl"
+        from cli.main import main as pubsub
+        from streaming.verify import check_outputs
+
+        if pubsub(["export", "--bootstrap", info.bootstrap, "--realm", realm, "-o", str(exported)]) != 0:
+            raise RuntimeError("export failed")
+        checked = check_outputs(exported.read_bytes().splitlines(), settings, [realm])
+        result["equal_to_simulator"] = checked.ok
+        result["topics"] = {t.topic.rpartition(".")[2]: {"expected": t.expected, "matched": t.matched,
+                                                          "missing": t.missing, "differing": t.differing,
+                                                          "extra": t.extra, "duplicates": t.duplicates}
+                            for t in checked.topics}
+    finally:
+        result["samples"] = samples
+        parts.stop_all()
+        for thread in (tracker, events):
+            if thread is not None:
+                thread.stop()
+        broker.stop()
+    return result
+
+
+def _check(parts: Parts) -> None:
+    gone = parts.exited()
+    if gone:
+        raise RuntimeError(f"{gone[0].name} exited with {gone[0].process.returncode}:\n{tail(gone[0].log)}")
+
+
+def _wait(parts: Parts, done: Callable[[], bool], seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while not done():
+        _check(parts)
+        if time.monotonic() > end:
+            raise RuntimeError(f"{what}: not within {seconds:.0f}s")
+        time.sleep(0.5)
+
+
+def plot(result: dict[str, object], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    samples = result["samples"]
+    assert isinstance(samples, list) and samples
+    t = [s["t"] / 60 for s in samples]
+    fig, (mem, disk, work) = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    for key, label in (("jvm_mib", "driver JVM"), ("python_workers_mib", "Python workers"),
+                       ("driver_python_mib", "driver Python"), ("broker_mib", "Kafka broker")):
+        mem.plot(t, [s[key] for s in samples], label=label)
+    mem.set_ylabel("RSS (MiB)")
+    mem.legend(loc="upper left", fontsize=8)
+    for key, label in (("checkpoint_mib", "checkpoint folder"), ("relay_state_mib", "relay/state"),
+                       ("subscribers_state_mib", "subscribers/state"), ("rocksdb_local_mib", "RocksDB working dirs")):
+        disk.plot(t, [s[key] for s in samples], label=label)
+    disk.set_ylabel("on disk (MiB)")
+    disk.legend(loc="upper left", fontsize=8)
+    for key, label in (("blocks", "blocks written"), ("KeyExpired", "KeyExpired events"),
+                       ("DataPublished", "DataPublished events")):
+        work.plot(t, [s[key] for s in samples], label=label)
+    work.set_ylabel("count")
+    work.set_xlabel("minutes")
+    work.legend(loc="upper left", fontsize=8)
+    plan = result["plan"]
+    assert isinstance(plan, dict)
+    fig.suptitle(f"soak: {plan['rate']:g} publishes/s, block {plan['block_time']:g} s, "
+                 f"{plan['minutes']:g} min (local[2])")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+
+
+# -- item 5: a backlog at start ---------------------------------------------------------------------------------
+def peak_sampler(root: int, stop: threading.Event, peaks: dict[str, int]) -> None:
+    while not stop.is_set():
+        for key, value in tree_rss(root).items():
+            peaks[key] = max(peaks.get(key, 0), value)
+        stop.wait(0.5)
+
+
+def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int = 5,
+                say: Callable[[str], None] = print) -> dict[str, object]:
+    """A generated log of ``blocks`` blocks in a fresh realm; the job --available-now from a fresh checkpoint for
+    each maxOffsetsPerTrigger in ``caps``; peak RSS, batches and seconds per run; outputs checked each time."""
+    import subprocess
+
+    from producers.workload import generate
+    from streaming.kafka_broker import delete_topics
+    from streaming.verify import check_outputs, produce_log
+    from pubsub_core.stages.topics import output_topics
+
+    spec = WorkloadSpec(seed=seed, blocks=blocks, publishers=2, system_publishers=1, subscribers=3, keys=12,
+                        subscribed_keys=8, update_rate=0.5, bad_records=0.0, quiet_blocks=2, realm="backlog")
+    lines = [line.encode() for block in generate(spec) for line in block]
+    broker = EmbeddedKafka(home=work / "kafka")
+    out: dict[str, object] = {"blocks": blocks, "lines": len(lines), "log_bytes": sum(len(x) + 1 for x in lines),
+                              "runs": []}
+    try:
+        info = broker.start()
+        settings = load_settings(overrides={"kafka_bootstrap": info.bootstrap})
+        produce_log(lines, settings, reset_topics=True)
+        for cap in caps:
+            delete_topics(settings, output_topics("backlog"))
+            checkpoint = work / f"checkpoint-{cap}"
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            argv = _cli("job", "--realm", "backlog", "--checkpoint", str(checkpoint), "--available-now",
+                        "--bootstrap", info.bootstrap)
+            if cap is not None:
+                argv += ["--max-offsets-per-trigger", str(cap)]
+            log = work / f"job-{cap}.log"
+            started = time.monotonic()
+            with open(log, "wb") as handle:
+                process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+                                           start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                                                        "PUBSUB_RUNTIME_DIR": str(work / "runtime")})
+            peaks: dict[str, int] = {}
+            stop = threading.Event()
+            sampler = threading.Thread(target=peak_sampler, args=(process.pid, stop, peaks), daemon=True)
+            sampler.start()
+            try:
+                code = process.wait(3600)
+            finally:
+                stop.set()
+                sampler.join(5)
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            seconds = time.monotonic() - started
+            text = log.read_text(errors="replace")
+            batches = Counter(line.split(" ", 1)[0] for line in text.splitlines() if " batch " in line)
+            checked = check_outputs(lines, settings, ["backlog"])
+            run = {"max_offsets_per_trigger": cap, "exit": code, "seconds": round(seconds, 1),
+                   "relay_batches": batches["relay"], "subscriber_batches": batches["subscribers"],
+                   "peak_jvm_mib": round(peaks.get("jvm", 0) / 1024), "peak_python_workers_mib":
+                   round(peaks.get("python_workers", 0) / 1024), "peak_driver_python_mib":
+                   round(peaks.get("driver_python", 0) / 1024), "equal_to_simulator": checked.ok,
+                   "checkpoint_mib": round(dir_bytes(checkpoint) / 2**20, 1)}
+            out["runs"].append(run)
+            say(json.dumps(run))
+    finally:
+        broker.stop()
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks.soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=10.0, help="publishes per second")
+    parser.add_argument("--block-time", type=float, default=1.0)
+    parser.add_argument("--churn", type=float, default=60.0, help="seconds per deregister/register cycle")
+    parser.add_argument("--backlog", type=int, metavar="BLOCKS", help="run the backlog measurement instead")
+    parser.add_argument("--caps", default="none,2000,200", help="maxOffsetsPerTrigger values for --backlog")
+    parser.add_argument("--work", type=Path)
+    parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "soak.json")
+    parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "soak.png")
+    args = parser.parse_args(argv)
+    work = args.work or Path(tempfile.mkdtemp(prefix="pubsub-soak-"))
+    previous = json.loads(args.json.read_text()) if args.json.exists() else {}
+    if args.backlog:
+        caps = [None if c == "none" else int(c) for c in args.caps.split(",")]
+        previous["backlog"] = run_backlog(args.backlog, caps, work)
+        args.json.write_text(json.dumps(previous, indent=2) + "\n")
+        return 0 if all(r["equal_to_simulator"] for r in previous["backlog"]["runs"]) else 1
+    plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn)
+    result = run_soak(plan, work)
+    plot(result, args.png)
+    previous["soak"] = result
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(previous, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
+    return 0 if result.get("equal_to_simulator") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
