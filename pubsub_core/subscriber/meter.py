@@ -44,7 +44,7 @@ class WeightMeter:
 
     The consumed weight is kept as two ints rather than a ``Weight``: the traversal checks and pays once per
     read (about 2 million times in the issue-11 simulator benchmark), and building a validated frozen
-    ``Weight`` for every sum cost 12% of that run; ``fits`` and ``add`` take the components directly.
+    ``Weight`` for every sum was about 12% of that run's py-spy samples; ``fits`` and ``add`` take the components.
     """
 
     __slots__ = ("_proof_size", "_ref_time", "limit")

@@ -267,7 +267,8 @@ def decode_node_cached(data: bytes) -> Node | None:
     share one). Issue 11: path walks and page loads decode the same few nodes again and again (246,096
     decodes of 40,488 distinct nodes in the simulator benchmark: every subscribed key's walk starts at the
     same roots, every relay block reloads the same pages); a hit costs a hash of the bytes instead of a
-    parse (about 1.5 s of CPU of that run saved, 20%). Errors are not remembered: bad bytes raise again."""
+    parse: 0.5 s of the run's 7.2 s of CPU (7%, measured interleaved against the same code without the
+    cache). Errors are not remembered: bad bytes raise again."""
     return decode_node(data)
 
 
