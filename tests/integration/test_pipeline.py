@@ -111,14 +111,15 @@ def test_sigkill_twice_mid_stream_then_restart_gives_the_same_records(kafka_sett
     lines = (EXAMPLES / "small.jsonl").read_bytes().splitlines()
     realms = produce_log(lines, kafka_settings, reset_topics=True)
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "job.log"
+    realm_flags = [flag for realm in realms for flag in ("--realm", realm)]
     for kill in (1, 2):
-        job = _job(kafka_settings, checkpoint, log)
+        job = _job(kafka_settings, checkpoint, log, *realm_flags)
         try:
             _wait_for_batches(log, 2 * kill)
         finally:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait(30)
-    finisher = _job(kafka_settings, checkpoint, log, "--available-now")
+    finisher = _job(kafka_settings, checkpoint, log, "--available-now", *realm_flags)
     assert finisher.wait(600) == 0, log.read_text()[-3000:]
     result = check_outputs(lines, kafka_settings, realms)
     assert_equal(result)  # duplicates, if any, are byte-identical copies: `compare` counts any other as differing
@@ -129,7 +130,7 @@ def test_a_realm_that_appears_later_is_picked_up(kafka_settings: Settings, tmp_p
     later = workload(seed=32, blocks=3, realm="late")
     produce_log(first, kafka_settings, reset_topics=True)
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "job.log"
-    job = _job(kafka_settings, checkpoint, log)
+    job = _job(kafka_settings, checkpoint, log, "--realm", "early", "--realm", "late")  # "late" has no topics yet
     try:
         _wait_for_batches(log, 1)
         produce_log(later, kafka_settings, reset_topics=True)
