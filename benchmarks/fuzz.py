@@ -696,6 +696,8 @@ def mutate_json_value(rng: random.Random, doc: object) -> object:
         new: object = _interesting(rng)
     elif op == 1 and isinstance(node, str) and (node.startswith("0x") or len(node) > 16):
         new = _mutate_hex(rng, node)
+    elif op == 2 and isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > 4000:
+        new = -node  # a huge int from an earlier mutation: str() and float arithmetic on it would fail here
     elif op == 2 and isinstance(node, bool | int | float):
         choice = rng.randrange(8)
         try:
