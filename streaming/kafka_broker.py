@@ -74,6 +74,20 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _wait_gone(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``pid`` to exit (reaping it if it is our child); whether it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            waited, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            waited = 0
+        if waited == pid or not _pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 @dataclass(frozen=True)
 class BrokerInfo:
     """A running embedded broker, as recorded in its runtime folder so another process can reuse it."""
@@ -182,15 +196,7 @@ class EmbeddedKafka:
         if not _pid_alive(pid):
             return False
         os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                waited, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                waited = 0
-            if waited == pid or not _pid_alive(pid):
-                return True
-            time.sleep(0.1)
+        _wait_gone(pid, 30.0)
         return True
 
     # -- internals ----------------------------------------------------------------------------
@@ -255,16 +261,8 @@ class EmbeddedKafka:
         if not _pid_alive(pid):
             return False
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                waited, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                waited = 0
-            if waited == pid or not _pid_alive(pid):
-                return True
-            time.sleep(0.2)
-        os.kill(pid, signal.SIGKILL)
+        if not _wait_gone(pid, timeout):
+            os.kill(pid, signal.SIGKILL)
         return True
 
 
