@@ -18,6 +18,7 @@ from pubsub_core.subscriber.calls import (
     decode_subscriber_call,
     subscriber_of,
 )
+from pubsub_core.subscriber.block import AppliedBlock, NodesByHash, process_relay_state
 from pubsub_core.subscriber.collator import collate, prune
 from pubsub_core.subscriber.config import AdminOrigin, SubscriberConfig
 from pubsub_core.subscriber.engine import (
@@ -69,6 +70,7 @@ from pubsub_core.subscriber.types import (
 __all__ = [
     "AdminCall",
     "AdminOrigin",
+    "AppliedBlock",
     "ClearPublisherCache",
     "EnablePublisher",
     "GovernanceCall",
@@ -87,6 +89,7 @@ __all__ = [
     "DisableReason",
     "EventKind",
     "NoCachedNodesError",
+    "NodesByHash",
     "PalletEvent",
     "PovRecord",
     "ProcessingResult",
@@ -118,6 +121,7 @@ __all__ = [
     "prefixed_child_storage_key",
     "previous_root",
     "process_relay_proof",
+    "process_relay_state",
     "processing_cursor",
     "prune",
     "pubsub_budget",

@@ -104,12 +104,17 @@ class Subscriptions:
         )
         return cls(entries, Weight.from_json(data.get("weight", {"ref_time": 0, "proof_size": 0})))
 
-    def merged(self) -> dict[int, list[bytes]]:
-        """Per publisher, its distinct keys ascending (several declarations of one publisher are merged)."""
-        merged: dict[int, set[bytes]] = {}
-        for para, keys in self.entries:
+    def check_para_ids(self) -> None:
+        """SubscriptionError for the first para id that is not a u32 (``merged`` raises the same)."""
+        for para, _ in self.entries:
             if not 0 <= para <= 0xFFFFFFFF:
                 raise SubscriptionError(para, "a para id is a u32")
+
+    def merged(self) -> dict[int, list[bytes]]:
+        """Per publisher, its distinct keys ascending (several declarations of one publisher are merged)."""
+        self.check_para_ids()
+        merged: dict[int, set[bytes]] = {}
+        for para, keys in self.entries:
             merged.setdefault(para, set()).update(key.hash for key in keys)
         return {para: sorted(keys) for para, keys in sorted(merged.items())}
 

@@ -9,6 +9,7 @@ block: the error propagates and none of the block's writes survive.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from pubsub_core.codec.types import SubscribedKey, TtlState
@@ -16,13 +17,13 @@ from pubsub_core.subscriber.config import SubscriberConfig
 from pubsub_core.subscriber.engine import BlockContext, Subscriptions, run_block
 from pubsub_core.subscriber.errors import CheatingCollatorError, CheatingReason
 from pubsub_core.subscriber.meter import Weight
-from pubsub_core.subscriber.types import BlockOutcome, RelayProof, UpdateKind
+from pubsub_core.subscriber.types import BlockOutcome, RelayProof, Update, UpdateKind
 from pubsub_core.trie.errors import DuplicateNodeError, UnusedNodesError
 from pubsub_core.trie.proof import ProofDB
 from pubsub_core.trie.recorder import AccessTracker
 from state import StateTransaction
 
-__all__ = ["SubscriptionHandler", "process_relay_proof"]
+__all__ = ["SubscriptionHandler", "notify", "process_relay_proof"]
 
 
 class SubscriptionHandler(Protocol):
@@ -101,11 +102,17 @@ def process_relay_proof(
                 relay_root=ctx.relay_root,
                 node_hashes=tuple(sorted(exc.node_hashes)),
             ) from exc
-    if handler is not None:
-        for update in outcome.updates:
-            key = SubscribedKey(update.key)
-            if update.kind is UpdateKind.SET:
-                handler.on_data_updated(update.publisher, key, update.value, update.ttl_state)
-            else:
-                handler.on_data_removed(update.publisher, key, update.kind is UpdateKind.EXPIRED)
+    notify(handler, outcome.updates)
     return BlockOutcome(outcome.result, outcome.updates, outcome.events, outcome.pov)
+
+
+def notify(handler: SubscriptionHandler | None, updates: Iterable[Update]) -> None:
+    """Hand an accepted block's deliveries to the parachain, in order."""
+    if handler is None:
+        return
+    for update in updates:
+        key = SubscribedKey(update.key)
+        if update.kind is UpdateKind.SET:
+            handler.on_data_updated(update.publisher, key, update.value, update.ttl_state)
+        else:
+            handler.on_data_removed(update.publisher, key, update.kind is UpdateKind.EXPIRED)
