@@ -24,7 +24,7 @@ Per block:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
@@ -38,7 +38,7 @@ from pubsub_core.subscriber.config import SubscriberConfig
 from pubsub_core.subscriber.errors import CheatingCollatorError, CheatingReason, SubscriptionError
 from pubsub_core.subscriber.meter import Weight, WeightMeter
 from pubsub_core.subscriber.ordering import WorkItem, rotate_to_cursor, work_items
-from pubsub_core.subscriber.storage import EntryDigest, KeyState, PathStep
+from pubsub_core.subscriber.storage import EntryDigest, KeyState, PathStep, new_path_step as _new_step
 from pubsub_core.subscriber.types import (
     EventKind,
     PalletEvent,
@@ -165,12 +165,16 @@ class _Missing(Exception):
         self.node_hash = node_hash
 
 
+_Delivery = tuple[bytes, UpdateKind, bytes, TtlState, bytes, bytes]
+"""An Update before its sequence number is known: key, kind, value, TTL state, child root, entry hash."""
+
+
 @dataclass
 class _Pending:
     """A delivery or event waiting for the end of the block (dropped if its publisher gets disabled)."""
 
     publisher: int
-    update: Update | None
+    update: _Delivery | None
     event: tuple[EventKind, int, bytes | None, int | None, str | None] | None
 
 
@@ -209,11 +213,19 @@ class _Run:
         self.pending: list[_Pending] = []
         self.stats = _Stats()
         self.current: WorkItem | None = None
+        self._namespaces: dict[int, tuple[str, str, str]] = {}
         # The two weights every read uses, as ints for WeightMeter.fits/add: SubscriberConfig.min_step is a
         # property that builds Weights, and this traversal pays about 2 million reads in the issue-11 benchmark.
         min_step = config.min_step
         self._step_ref_time, self._step_proof_size = min_step.ref_time, min_step.proof_size
         self._read_ref_time, self._read_proof_size = config.db_read.ref_time, config.db_read.proof_size
+
+    def namespaces(self, para: int) -> tuple[str, str, str]:
+        """``(keys_ns, refs_ns, cache_ns)`` of a publisher, formatted once per block rather than once per read."""
+        names = self._namespaces.get(para)
+        if names is None:
+            names = self._namespaces[para] = (st.keys_ns(para), st.refs_ns(para), st.cache_ns(para))
+        return names
 
     # -- metered reads -----------------------------------------------------------------------
     def _pay(self, size: int) -> None:
@@ -225,13 +237,19 @@ class _Run:
 
     def read_state(self, namespace: str, key: bytes) -> bytes | None:
         """A subscriber storage read; its bytes join the PoV (parachain storage proof), once per block."""
-        if (namespace, key) not in self.state_seen:
-            value = self.txn.get(namespace, key)
-            self._pay(0 if value is None else len(value))
-            self.state_seen.add((namespace, key))
-            self.stats.state_read_bytes += 0 if value is None else len(value)
-            return value
-        return self.txn.get(namespace, key)
+        value = self.txn.get(namespace, key)
+        seen = self.state_seen
+        slot = (namespace, key)
+        if slot not in seen:
+            # _pay inlined (about 140,000 first reads a run in the issue-11 benchmark).
+            size = 0 if value is None else len(value)
+            meter = self.meter
+            if not meter.fits(self._step_ref_time, self._step_proof_size):
+                raise _Exhausted
+            meter.add(self._read_ref_time, self._read_proof_size + size)
+            seen.add(slot)
+            self.stats.state_read_bytes += size
+        return value
 
     def relay_node(self, node_hash: bytes) -> bytes:
         """A relay node: free if already read this block, else paid and taken from the source."""
@@ -257,13 +275,14 @@ class _Run:
         found = self.relay_nodes.get(node_hash)
         if found is not None:
             return found
+        _, refs_ns, cache_ns = self.namespaces(para)
         if (para, node_hash) in self.cache_seen:
-            cached = self.txn.get(st.cache_ns(para), node_hash)
+            cached = self.txn.get(cache_ns, node_hash)
             if cached is not None:
                 return cached
         elif node_hash != EMPTY_ROOT:
-            in_use = self.txn.get(st.refs_ns(para), node_hash) is not None
-            cached = self.txn.get(st.cache_ns(para), node_hash) if in_use else None
+            in_use = self.txn.get(refs_ns, node_hash) is not None
+            cached = self.txn.get(cache_ns, node_hash) if in_use else None
             self._pay(0 if cached is None else len(cached))
             self.cache_seen.add((para, node_hash))
             if cached is not None:
@@ -422,7 +441,8 @@ class _Run:
         return new_root
 
     def _process_key(self, para: int, key: bytes, new_root: bytes) -> None:
-        raw = self.read_state(st.keys_ns(para), key)
+        keys_ns, refs_ns, cache_ns = self.namespaces(para)
+        raw = self.read_state(keys_ns, key)
         state = None if raw is None else KeyState.decode(raw)
         if state is not None and state.root(EMPTY_ROOT) == new_root:
             return
@@ -434,37 +454,43 @@ class _Run:
         holder = None
         unchanged = False
         if new_root != EMPTY_ROOT:
-            walk = walk_path(_ChildView(self, para), new_root, key, root=new_root)
-            for step in walk:
-                node_id = step.node_hash if step.node_hash is not None else blake2_256(step.encoded)
-                new_path.append(PathStep(node_id, step.depth, step.node_hash is None))
-                if step.node_hash is not None:
-                    fetched[node_id] = step.encoded
+            compare = not self.config.deliver_all_on_root_change
+            max_depth = self.config.max_trie_depth
+            old_length = len(old_path)
+            for step in walk_path(_ChildView(self, para), new_root, key, root=new_root):
+                node_hash = step.node_hash
+                if node_hash is None:
+                    new_path.append(_new_step(blake2_256(step.encoded), step.depth, True))
+                else:
+                    new_path.append(_new_step(node_hash, step.depth, False))
+                    fetched[node_hash] = step.encoded
                 ref = step.next_ref
-                if step.ends_path or ref is None or step.node is None:
+                node = step.node
+                if step.ends_path or ref is None or node is None:
                     holder = step if step.holds_key else None
                     break
                 index = step.index + 1
-                next_offset = step.depth + len(step.node.partial) + 1
-                next_id = ref if len(ref) == HASH_LEN else blake2_256(ref)
-                if not self.config.deliver_all_on_root_change and index < len(old_path) and (
-                    old_path[index].node_hash == next_id and old_path[index].offset == next_offset
-                ):
-                    new_path.extend(old_path[index:])
-                    unchanged = True
-                    break
-                if index >= self.config.max_trie_depth:
+                if compare and index < old_length:
+                    old = old_path[index]
+                    if old.node_hash == (ref if len(ref) == HASH_LEN else blake2_256(ref)) and (
+                        old.offset == step.depth + len(node.partial) + 1
+                    ):
+                        new_path.extend(old_path[index:])
+                        unchanged = True
+                        break
+                if index >= max_depth:
                     raise _DepthExceeded
         old_ids = {step.node_hash for step in old_path if not step.inline}
         new_ids = {step.node_hash for step in new_path if not step.inline}
-        refs = self._read_refs(para, old_ids ^ new_ids)
+        left, joined = old_ids - new_ids, new_ids - old_ids
+        refs = self._read_refs(refs_ns, left | joined)
         entry = last_entry
         if unchanged:
             self.stats.keys_unchanged += 1
         else:
             entry = self._deliver(para, key, new_root, holder, last_entry)
-        self._update_cache(para, old_ids - new_ids, new_ids - old_ids, fetched, refs)
-        self.txn.put(st.keys_ns(para), key, KeyState(tuple(new_path), entry).encode())
+        self._update_cache(refs_ns, cache_ns, left, joined, fetched, refs)
+        self.txn.put(keys_ns, key, KeyState(tuple(new_path), entry).encode())
 
     def _deliver(
         self, para: int, key: bytes, new_root: bytes, holder: TriePathStep | None, last: EntryDigest | None
@@ -498,34 +524,23 @@ class _Run:
     def _queue(
         self, para: int, key: bytes, root: bytes, kind: UpdateKind, value: bytes, ttl: TtlState, entry_hash: bytes
     ) -> None:
-        update = Update(
-            subscriber=self.ctx.subscriber,
-            relay_block_number=self.ctx.relay_block_number,
-            relay_block_hash=self.ctx.relay_block_hash,
-            seq=0,
-            publisher=para,
-            key=key,
-            kind=kind,
-            value=value,
-            ttl_state=ttl,
-            child_root=root,
-            entry_hash=entry_hash,
-        )
+        update = (key, kind, value, ttl, root, entry_hash)
         self.pending.append(_Pending(para, update, (EventKind.DATA_PROCESSED, para, key, len(value), None)))
 
-    def _read_refs(self, para: int, touched: set[bytes]) -> dict[bytes, int]:
+    def _read_refs(self, refs_ns: str, touched: set[bytes]) -> dict[bytes, int]:
         """Read (and pay for) the refcounts of the nodes a path change touches (on the old path or the new one,
         not both), before anything is written."""
-        namespace = st.refs_ns(para)
+        read = self.read_state
         refs: dict[bytes, int] = {}
         for node_hash in sorted(touched):
-            raw = self.read_state(namespace, node_hash)
+            raw = read(refs_ns, node_hash)
             refs[node_hash] = 0 if raw is None else int.from_bytes(raw, "little")
         return refs
 
     def _update_cache(
         self,
-        para: int,
+        refs_ns: str,
+        cache_ns: str,
         left: set[bytes],
         joined: set[bytes],
         bodies: Mapping[bytes, bytes],
@@ -533,7 +548,7 @@ class _Run:
     ) -> None:
         """Reference-count the key's path nodes (``left``: only on the old path; ``joined``: only on the new
         one): a node is evicted only when no subscribed path uses it."""
-        txn, refs_ns, cache_ns = self.txn, st.refs_ns(para), st.cache_ns(para)
+        txn = self.txn
         for node_hash in sorted(left):
             count = refs[node_hash]
             if count <= 1:
@@ -541,12 +556,14 @@ class _Run:
                 txn.delete(cache_ns, node_hash)
             else:
                 txn.put(refs_ns, node_hash, encode_u32(count - 1))
+        max_size = self.config.max_cached_node_size
         for node_hash in sorted(joined):
             count = refs[node_hash]
             txn.put(refs_ns, node_hash, encode_u32(count + 1))
-            body = bodies.get(node_hash)
-            if count == 0 and body is not None and len(body) <= self.config.max_cached_node_size:
-                txn.put(cache_ns, node_hash, body)
+            if count == 0:
+                body = bodies.get(node_hash)
+                if body is not None and len(body) <= max_size:
+                    txn.put(cache_ns, node_hash, body)
 
     def _disable(self, para: int) -> None:
         """MaxTrieDepth exceeded: drop the publisher's deliveries of this block, forget its state, disable it."""
@@ -563,12 +580,16 @@ class _Run:
         events: list[PalletEvent] = []
         for item in self.pending:
             if item.update is not None:
-                updates.append(_with_seq(item.update, len(updates)))
+                # Built here with its sequence number, not copied with dataclasses.replace (12,000 a run).
+                key, update_kind, value, ttl_state, root, entry_hash = item.update
+                updates.append(Update(self.ctx.subscriber, self.ctx.relay_block_number, self.ctx.relay_block_hash,
+                                      len(updates), item.publisher, key, update_kind, value, ttl_state, root,
+                                      entry_hash))
             if item.event is not None:
-                kind, publisher, key, size, reason = item.event
+                event_kind, publisher, event_key, size, reason = item.event
                 events.append(
-                    PalletEvent(self.ctx.subscriber, self.ctx.relay_block_number, len(events), kind, publisher,
-                                key, size, reason)
+                    PalletEvent(self.ctx.subscriber, self.ctx.relay_block_number, len(events), event_kind, publisher,
+                                event_key, size, reason)
                 )
         consumed = self.meter.consumed
         cursor = self.current if result is ProcessingResult.INCOMPLETE else None
@@ -594,10 +615,6 @@ class _Run:
             cursor_key=None if cursor is None else cursor[1],
         )
         return tuple(updates), tuple(events), pov
-
-
-def _with_seq(update: Update, seq: int) -> Update:
-    return replace(update, seq=seq)
 
 
 class _RelayView:

@@ -40,6 +40,7 @@ __all__ = [
     "encode_cursor",
     "encode_keys",
     "keys_ns",
+    "new_path_step",
     "para_key",
     "refs_ns",
 ]
@@ -194,8 +195,14 @@ _set_inline = vars(PathStep)["inline"].__set__
 
 def _new_step(node_hash: bytes, packed: int) -> PathStep:
     """``PathStep(node_hash, packed >> 1, bool(packed & 1))``."""
+    return new_path_step(node_hash, packed >> 1, packed & 1 == 1)
+
+
+def new_path_step(node_hash: bytes, offset: int, inline: bool) -> PathStep:
+    """``PathStep(node_hash, offset, inline)`` without the frozen dataclass's __init__ (the traversal builds one
+    per node walked per processed key)."""
     step: PathStep = object.__new__(PathStep)
     _set_node_hash(step, node_hash)
-    _set_offset(step, packed >> 1)
-    _set_inline(step, packed & 1 == 1)
+    _set_offset(step, offset)
+    _set_inline(step, inline)
     return step
