@@ -37,7 +37,7 @@ from pubsub_core.subscriber.budget import Budget
 from pubsub_core.subscriber.config import SubscriberConfig
 from pubsub_core.subscriber.errors import CheatingCollatorError, CheatingReason, SubscriptionError
 from pubsub_core.subscriber.meter import Weight, WeightMeter
-from pubsub_core.subscriber.ordering import WorkItem, rotate_to_cursor, work_items
+from pubsub_core.subscriber.ordering import WorkItem, work_segments
 from pubsub_core.subscriber.storage import EntryDigest, KeyState, PathStep, new_path_step as _new_step
 from pubsub_core.subscriber.types import (
     EventKind,
@@ -321,32 +321,37 @@ class _Run:
                 self._detect_change(para, keys)
         except _Exhausted:
             return self._stop(cursor)
-        items = rotate_to_cursor(work_items(active, self.ctx.relay_block_hash, self.config), cursor)
-        positions = {para: {key: index for index, key in enumerate(keys)} for para, keys in active.items()}
+        # Publisher by publisher: an unchanged child root skips the publisher without visiting its keys.
+        segments = work_segments(active, self.ctx.relay_block_hash, self.config, cursor)
         roots: dict[int, bytes | None] = {}
         progress: dict[int, bytearray] = {}
         disabled: set[int] = set()
-        for para, key in items:
+        for para, start, stop in segments:
             if para in disabled:
                 continue
+            keys = active[para]
+            key = keys[start]
             self.current = (para, key)
             try:
                 if para not in roots:
                     new_root = self._changed_root(para)
                     if new_root is not None:
-                        bits = progress[para] = self._read_progress(para, new_root, len(active[para]))
-                        pending = [k for i, k in enumerate(active[para]) if not bits[i >> 3] >> (i & 7) & 1]
+                        bits = progress[para] = self._read_progress(para, new_root, len(keys))
+                        pending = [k for i, k in enumerate(keys) if not bits[i >> 3] >> (i & 7) & 1]
                         self.txn.prefetch(st.keys_ns(para), pending)
                         self.txn.items(st.refs_ns(para))  # one scan: refcounts are small, and they say what is cached
                     roots[para] = new_root
                 new_root = roots[para]
                 if new_root is None:
                     continue
-                index = positions[para][key]
-                if progress[para][index >> 3] >> (index & 7) & 1:
-                    continue
-                self._process_key(para, key, new_root)
-                progress[para][index >> 3] |= 1 << (index & 7)
+                bits = progress[para]
+                for index in range(start, stop):
+                    if bits[index >> 3] >> (index & 7) & 1:
+                        continue
+                    key = keys[index]
+                    self.current = (para, key)
+                    self._process_key(para, key, new_root)
+                    bits[index >> 3] |= 1 << (index & 7)
             except _Exhausted:
                 self._save_progress(active, roots, progress, disabled)
                 return self._stop((para, key))
