@@ -9,7 +9,7 @@ the pallet's error is kept as the ``ExecutionError``'s cause instead of being fl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -130,10 +130,24 @@ class XcmExecutor:
         machine = _Machine(origin)
         used = Weight(0, 0)
         error: ExecutionError | None = None
-        for index, instruction in enumerate(message.instructions):
-            used = used + (
-                self.config.publish_weight if isinstance(instruction, Publish) else self.config.instruction_weight
-            )
+        instructions = message.instructions
+        index = 0
+        while index < len(instructions):
+            instruction = instructions[index]
+            if isinstance(instruction, Publish):
+                # A run of consecutive Publish instructions goes to the broadcaster as one batch: same events,
+                # weight and state as one instruction at a time (publish_many stops where one would have).
+                end = index + 1
+                while end < len(instructions) and isinstance(instructions[end], Publish):
+                    end += 1
+                done, error = self._publish_run(txn, machine, index, instructions[index:end], now)
+                for _ in range(done + (error is not None)):
+                    used = used + self.config.publish_weight
+                if error is not None:
+                    break
+                index = end
+                continue
+            used = used + self.config.instruction_weight
             before = (machine.origin, machine.holding, len(machine.events))
             try:
                 with txn.atomic():
@@ -143,15 +157,32 @@ class XcmExecutor:
                 del machine.events[before[2] :]
                 error = failure
                 break
+            index += 1
         return XcmOutcome(allowed.barrier, allowed.free, used, tuple(machine.events), error, machine.holding)
+
+    def _publish_run(
+        self, txn: StateTransaction, machine: _Machine, index: int, run: Sequence[Instruction], now: int
+    ) -> tuple[int, ExecutionError | None]:
+        """Publish consecutive ``Publish`` instructions (the first at ``index``) from the machine's origin: how
+        many were published, and the error of the one that failed (None: all were)."""
+        try:
+            para_id = self._publisher(machine, index)
+        except ExecutionError as refused:
+            return 0, refused
+        items = [instruction for instruction in run if isinstance(instruction, Publish)]
+        batch = self.broadcaster.publish_many(txn, para_id, items, now)
+        machine.events += batch.events
+        if batch.error is None:
+            return batch.applied, None
+        failure = ExecutionError(XcmErrorCode.PUBLISH_FAILED, index + batch.applied, cause=batch.error)
+        failure.__cause__ = batch.error
+        return batch.applied, failure
 
     def _apply(
         self, txn: StateTransaction, machine: _Machine, index: int, instruction: Instruction, max_weight: Weight,
         now: int,
     ) -> None:
-        if isinstance(instruction, Publish):
-            machine.events += self._publish(txn, machine, index, instruction, now)
-        elif isinstance(instruction, WithdrawAsset):
+        if isinstance(instruction, WithdrawAsset):
             account = self._origin_account(machine, index)
             for asset in instruction.assets:
                 self._native(asset, index)
@@ -187,20 +218,14 @@ class XcmExecutor:
         elif isinstance(instruction, SetTopic):
             pass
 
-    def _publish(
-        self, txn: StateTransaction, machine: _Machine, index: int, instruction: Publish, now: int
-    ) -> list[BroadcasterEvent]:
+    def _publisher(self, machine: _Machine, index: int) -> int:
+        """The para a ``Publish`` at ``index`` publishes for: the origin must be a child parachain."""
         if machine.origin is None:
             raise ExecutionError(XcmErrorCode.BAD_ORIGIN, index, detail="Publish needs an origin")
         junction = machine.origin.interior[0] if machine.origin.interior else None
         if not self.publish_origins.contains(machine.origin) or not isinstance(junction, Parachain):
             raise ExecutionError(XcmErrorCode.NO_PERMISSION, index, detail="only child parachains publish")
-        try:
-            return self.broadcaster.publish_data(
-                txn, junction.id, instruction.key, instruction.value, instruction.ttl, now
-            )
-        except BroadcasterError as exc:
-            raise ExecutionError(XcmErrorCode.PUBLISH_FAILED, index, cause=exc) from exc
+        return junction.id
 
     def _buy_execution(self, machine: _Machine, index: int, instruction: BuyExecution, max_weight: Weight) -> None:
         self._native(instruction.fees, index)
