@@ -120,6 +120,7 @@ class SparkStateBackend:
         self._dirty: set[tuple[str, int]] = set()
         self._use_directory = page_directory
         self._directory: set[tuple[str, int]] | None = None
+        self._page_memo: dict[tuple[str, bytes], int] = {}
         self.stats = BackendStats()
         self.jvm_calls = 0
         """MapState calls made (the cost that matters on Spark)."""
@@ -129,10 +130,14 @@ class SparkStateBackend:
 
     def page_of(self, namespace: str, key: bytes) -> int:
         """The page holding `key`: a stable hash (blake2b), never Python's salted hash()."""
-        count = self.page_count(namespace)
-        if count == 1:
-            return 0
-        return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % count
+        # Memoised per instance (one grouping key, one micro-batch): a batch of Stage R reads the same keys
+        # hundreds of thousands of times (issue 11 log: 396k calls, 0.65 of 11.7 s of the operator's cProfile).
+        page = self._page_memo.get((namespace, key))
+        if page is None:
+            count = self.page_count(namespace)
+            page = 0 if count == 1 else int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % count
+            self._page_memo[(namespace, key)] = page
+        return page
 
     def _stored_pages(self) -> set[tuple[str, int]]:
         """The directory of stored pages (loaded on first use)."""

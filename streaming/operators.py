@@ -1,20 +1,25 @@
 """The job's two stateful operators: rows in, stage calls, rows out. The protocol is in pubsub_core.stages.
 
-``RelayOperator`` (transformWithState keyed by realm) feeds each input record to the realm's ``RelayStage``
+``RelayOperator`` (transformWithStateInPandas keyed by realm) feeds each input record to the realm's ``RelayStage``
 and emits its output records plus one seam record per subscriber view (``<realm>.relay-views``, key: the
 subscriber). ``SubscriberOperator`` (keyed by realm and subscriber) checks each seam record's MAC, decodes the
 view and hands it to ``SubscriberStage.receive``, which applies views once and in order. Both keep every byte
 of their state in the key's MapState (``state.spark.SparkStateBackend``, pages written once per batch).
 
 ``relay_rows`` and ``subscriber_rows`` are plain functions over any ``StateBackend``, so they are tested
-without Spark; the processor classes only adapt Spark's rows and handles.
+without Spark; the processor classes only adapt Spark's rows and handles. The pandas flavour of
+transformWithState is used for its output: each DataFrame a processor yields goes to the sink as it is made
+(the row flavour gathers a key's whole output into one Arrow batch), so a block's views reach the seam while
+Stage R works on the next block, and Stage S, running beside it, starts on them (``relay_chunks``).
 """
 
 from __future__ import annotations
 
+import cProfile
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +36,6 @@ from pubsub_core.stages import (
 )
 from pubsub_core.stages.subscriber_stage import ViewConflictError
 from pubsub_core.stages.topics import VIEWS, topic
-from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from state import StateBackend
@@ -43,8 +47,10 @@ __all__ = [
     "OutRow",
     "RelayOperator",
     "SubscriberOperator",
+    "relay_chunks",
     "relay_rows",
     "seam_record",
+    "subscriber_chunks",
     "subscriber_rows",
 ]
 
@@ -104,9 +110,14 @@ def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
     return OutRow(topic(view.realm, VIEWS), str(view.subscriber), value, f"view/{view.subscriber}/{view.number}")
 
 
-def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
-               seam_key: bytes) -> list[OutRow]:
-    """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
+CHUNK_ROWS = 4096
+"""A chunk of output ends after a relay block's views (so Stage S can start on them), or at this many rows."""
+
+
+def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
+                 seam_key: bytes) -> Iterator[list[OutRow]]:
+    """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's seam records (or at
+    ``CHUNK_ROWS``), so the sink writes a block's views while Stage R works on the next block."""
     stage = RelayStage(realm, config, backend)
     out: list[OutRow] = []
     for row in sorted(rows, key=lambda r: (r.topic, r.partition, r.offset)):
@@ -119,7 +130,17 @@ def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, conf
         for step in steps:
             out += [_out(r) for r in step.outputs]
             out += [seam_record(view, seam_key) for view in step.views]
-    return [_bounded(row, realm) for row in out]
+        if steps or len(out) >= CHUNK_ROWS:
+            yield [_bounded(row, realm) for row in out]
+            out = []
+    if out:
+        yield [_bounded(row, realm) for row in out]
+
+
+def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
+               seam_key: bytes) -> list[OutRow]:
+    """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
+    return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key) for row in chunk]
 
 
 def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutRow:
@@ -146,9 +167,10 @@ def _parse_view(row: KafkaRow, seam_key: bytes) -> tuple[RelayView, bytes]:
     return view, hashlib.blake2b(body.encode(), digest_size=32).digest()
 
 
-def subscriber_rows(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
-                    config: SimulatorConfig, seam_key: bytes) -> list[OutRow]:
-    """One micro-batch of a subscriber's seam records through Stage S, in (partition, offset) order."""
+def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
+                      config: SimulatorConfig, seam_key: bytes) -> Iterator[list[OutRow]]:
+    """``subscriber_rows`` in chunks of at least ``CHUNK_ROWS`` rows (the last one: what is left), each as soon
+    as it is made."""
     out: list[OutRow] = []
     stage: SubscriberStage | None = None
     for row in sorted(rows, key=lambda r: (r.partition, r.offset)):
@@ -167,20 +189,67 @@ def subscriber_rows(realm: str, subscriber: str, rows: Iterable[KafkaRow], backe
             out += [_out(r) for r in stage.receive(view, digest)]
         except ViewConflictError as exc:
             out.append(_seam_rejection(realm, row, exc.reason, exc.detail))
-    return [_bounded(row, realm) for row in out]
+        if len(out) >= CHUNK_ROWS:
+            yield [_bounded(row, realm) for row in out]
+            out = []
+    if out:
+        yield [_bounded(row, realm) for row in out]
 
 
-def _kafka_rows(rows: Iterator[Any]) -> list[KafkaRow]:
+def subscriber_rows(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
+                    config: SimulatorConfig, seam_key: bytes) -> list[OutRow]:
+    """One micro-batch of a subscriber's seam records through Stage S, in (partition, offset) order."""
+    return [row for chunk in subscriber_chunks(realm, subscriber, rows, backend, config, seam_key) for row in chunk]
+
+
+def _kafka_rows(frames: Iterator[Any]) -> list[KafkaRow]:
+    """The input rows of one grouping key (pandas DataFrames: transformWithStateInPandas)."""
     return [
-        KafkaRow(r.topic, r.partition, r.offset, None if r.key is None else bytes(r.key),
-                 None if r.value is None else bytes(r.value))
-        for r in rows
+        KafkaRow(topic_, int(partition), int(offset), None if key is None else bytes(key),
+                 None if value is None else bytes(value))
+        for frame in frames
+        for topic_, partition, offset, key, value in zip(
+            frame["topic"], frame["partition"], frame["offset"], frame["key"], frame["value"], strict=True)
     ]
 
 
-def _spark_rows(rows: Sequence[OutRow]) -> Iterator[Any]:
-    for row in rows:
-        yield Row(topic=row.topic, key=row.key, value=row.value, headers=[Row(key="id", value=row.id.encode())])
+def _frame(rows: Sequence[OutRow]) -> Any:
+    """Rows for the Kafka sink as one pandas DataFrame (OUTPUT_SCHEMA), so pyarrow converts them by column."""
+    import pandas as pd
+
+    return pd.DataFrame({
+        "topic": [row.topic for row in rows],
+        "key": [row.key for row in rows],
+        "value": [row.value for row in rows],
+        "headers": [[{"key": "id", "value": row.id.encode()}] for row in rows],
+    })
+
+
+PROFILE_ENV = "PUBSUB_OPERATOR_PROFILE"
+"""A folder: when set (in the environment Spark's Python workers inherit), each handleInputRows call writes its
+cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, for benchmarks/pipeline_bench)."""
+
+
+def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend) -> Iterator[Any]:
+    """Each chunk as a DataFrame as soon as it is made (the sink writes it while the next one is computed), then
+    the batch's state pages (one MapState call per changed page); with ``PROFILE_ENV``, under cProfile."""
+    folder = os.environ.get(PROFILE_ENV)
+    profile = cProfile.Profile() if folder else None
+    while True:
+        if profile is not None:
+            profile.enable()
+        chunk = next(chunks, None)
+        if chunk is None:
+            backend.flush()
+        if profile is not None:
+            profile.disable()
+        if chunk is None:
+            break
+        yield _frame(chunk)
+    if profile is not None and folder:
+        os.makedirs(folder, exist_ok=True)
+        count = len([f for f in os.listdir(folder) if f.startswith(f"{name}-{os.getpid()}-")])
+        profile.dump_stats(os.path.join(folder, f"{name}-{os.getpid()}-{count}.prof"))
 
 
 class _Operator:
@@ -204,20 +273,18 @@ class _Operator:
 
 
 class RelayOperator(_Operator, StatefulProcessor):  # type: ignore[misc]
-    """Stage R in transformWithState, keyed by realm."""
+    """Stage R in transformWithStateInPandas, keyed by realm."""
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         backend = self._backend()
-        out = relay_rows(key[0], _kafka_rows(rows), backend, self.config, self.seam_key)
-        backend.flush()
-        yield from _spark_rows(out)
+        chunks = relay_chunks(key[0], _kafka_rows(rows), backend, self.config, self.seam_key)
+        yield from _frames("relay", chunks, backend)
 
 
 class SubscriberOperator(_Operator, StatefulProcessor):  # type: ignore[misc]
-    """Stage S in transformWithState, keyed by (realm, subscriber)."""
+    """Stage S in transformWithStateInPandas, keyed by (realm, subscriber)."""
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         backend = self._backend()
-        out = subscriber_rows(key[0], key[1], _kafka_rows(rows), backend, self.config, self.seam_key)
-        backend.flush()
-        yield from _spark_rows(out)
+        chunks = subscriber_chunks(key[0], key[1], _kafka_rows(rows), backend, self.config, self.seam_key)
+        yield from _frames("subscriber", chunks, backend)

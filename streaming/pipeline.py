@@ -94,7 +94,13 @@ def _observed(out: DataFrame, name: str) -> DataFrame:
     return out.observe(name, *counts, heights.alias("heights"))
 
 
-def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, available_now: bool) -> StreamingQuery:
+DRAIN_TRIGGER_SECONDS = 0.5
+"""Trigger interval of Stage S while it follows a draining (available-now) Stage R: short, so it starts on the
+views soon after they are written, and not shorter, so its empty triggers cost little next to Stage R's work."""
+
+
+def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, available_now: bool,
+          drain: bool = False) -> StreamingQuery:
     writer = (
         out.writeStream.format("kafka")
         .options(**settings.spark_kafka_options(), **KAFKA_LIMITS["sink"])
@@ -102,8 +108,8 @@ def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, avail
         .outputMode("update")
         .queryName(name)
     )
-    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
-        processingTime=f"{settings.trigger_seconds} seconds")
+    seconds = min(settings.trigger_seconds, DRAIN_TRIGGER_SECONDS) if drain else settings.trigger_seconds
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=f"{seconds} seconds")
     return writer.start()
 
 
@@ -118,15 +124,17 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
     pattern = INPUT_TOPIC_PATTERN if realms is None else realm_pattern(realms, INPUTS)
     rows = _source(spark, settings, pattern).select(
         F.regexp_extract("topic", r"^(.*)\.[^.]+$", 1).alias("realm"), "topic", "partition", "offset", "key", "value")
-    out = rows.groupBy("realm").transformWithState(
+    out = rows.groupBy("realm").transformWithStateInPandas(
         statefulProcessor=RelayOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
         timeMode="None")
     return _sink(_observed(out, "relay"), settings, settings.checkpoint_dir / "relay", names.relay, available_now)
 
 
 def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
-                           available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
-    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber) -> outputs."""
+                           available_now: bool, names: QueryNames = QueryNames(), drain: bool = False) -> StreamingQuery:
+    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber) -> outputs. With
+    ``drain``, a short processing-time trigger: it runs beside an available-now Stage R, and the caller stops
+    it once it has processed all available views (``processAllAvailable``)."""
     from pyspark.sql import functions as F
 
     from streaming.operators import OUTPUT_SCHEMA, SubscriberOperator
@@ -136,11 +144,11 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
     rows = _source(spark, settings, pattern).select(
         F.regexp_extract("topic", r"^(.*)\.relay-views$", 1).alias("realm"),
         F.col("key").cast("string").alias("subscriber"), "topic", "partition", "offset", "key", "value")
-    out = rows.groupBy("realm", "subscriber").transformWithState(
+    out = rows.groupBy("realm", "subscriber").transformWithStateInPandas(
         statefulProcessor=SubscriberOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
         timeMode="None")
     return _sink(_observed(out, "subscribers"), settings, settings.checkpoint_dir / "subscribers",
-                 names.subscribers, available_now)
+                 names.subscribers, available_now, drain)
 
 
 def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:
