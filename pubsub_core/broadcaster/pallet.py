@@ -369,6 +369,8 @@ class Broadcaster:
         if self.publisher_info(txn, para_id) is None and not cfg.is_system_para(para_id):
             return PublishBatch((), 0, NotRegistered(para_id))
         keys = _decode_keys(txn.get(_KEYS, para))
+        # One backend read for the entries the items may replace, instead of one per item (25,665 reads).
+        txn.prefetch(CHILD_NAMESPACE, [para + item.key for item in items if item.key in keys])
         total = self.total_storage_size(txn, para_id)
         written: dict[bytes, int] = {}
         """Value lengths of the keys this batch publishes: the entry a later item replaces."""
@@ -453,7 +455,11 @@ class Broadcaster:
         """Walk TtlData in key order from after ``cursor``; True when the end of the map was reached."""
         cfg = self.config
         cursor_para = b"" if cursor is None else cursor[:_PARA_KEY_LEN]
-        for bucket in range(0 if cursor is None else cursor[0], 256):
+        first = 0 if cursor is None else cursor[0]
+        # The buckets are read in one backend call (the scan paid for them one by one, as before): one read per
+        # bucket cost 26,000 backend calls over 103 blocks.
+        txn.prefetch(_TTL_INDEX, [bytes((bucket,)) for bucket in range(first, 256)])
+        for bucket in range(first, 256):
             if scan.scans >= cfg.max_ttl_scans_per_idle or not scan.pay(cfg.idle_read_weight):
                 return False
             for para_key in _split_index(txn.get(_TTL_INDEX, bytes((bucket,)))):
@@ -463,7 +469,10 @@ class Broadcaster:
                     return False
                 para_id = int.from_bytes(para_key[8:], "little")
                 keys = _decode_keys(txn.get(_TTL_KEYS, para_key[8:]))
-                for raw_key in sorted(ttl_storage_key(para_id, key) for key in keys):
+                # para_key is Twox64Concat(para): the prefix of each of its TtlData keys (ttl_storage_key).
+                raw_keys = sorted(para_key + blake2b(key, digest_size=16).digest() + key for key in keys)
+                txn.prefetch(_TTL, raw_keys)
+                for raw_key in raw_keys:
                     if cursor is not None and raw_key <= cursor:
                         continue
                     if scan.scans >= cfg.max_ttl_scans_per_idle or not scan.pay(cfg.idle_per_key_weight):

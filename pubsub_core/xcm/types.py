@@ -524,6 +524,32 @@ def _instruction(r: ScaleReader, max_value_length: int) -> Instruction:
     raise _Fail(f"instruction {index} is outside the supported v5 subset")
 
 
+def _publish_fast(data: bytes, start: int, max_value_length: int) -> tuple[Publish, int] | None:
+    """A well-formed ``Publish`` at ``start`` (its index byte) with a value under 16 KiB: the instruction and the
+    offset after it; None for anything else, which ``_instruction`` then decodes or refuses with its own error.
+
+    Hand-written: slicing at computed offsets replaces the reader's five calls per Publish (23,881 Publish
+    instructions are decoded twice per run, by admission and by dispatch: 0.82 s of a 7.9 s profiled relay run).
+    """
+    offset = start + 1 + KEY_LEN
+    if offset >= len(data) or data[start] != PUBLISH_INDEX:
+        return None
+    first = data[offset]
+    if first & 0b11 == 0b00:
+        length, offset = first >> 2, offset + 1
+    elif first & 0b11 == 0b01 and offset + 2 <= len(data):
+        length, offset = int.from_bytes(data[offset : offset + 2], "little") >> 2, offset + 2
+        if length < 1 << 6:  # non-canonical: the reader's error
+            return None
+    else:
+        return None
+    end = offset + length
+    if length > max_value_length or end + 4 > len(data):
+        return None
+    key = data[start + 1 : start + 1 + KEY_LEN]
+    return Publish(key, data[offset:end], int.from_bytes(data[end : end + 4], "little")), end + 4
+
+
 def decode_versioned_xcm(data: bytes, max_value_length: int = MAX_PUBLISH_VALUE_LENGTH) -> Xcm:
     """Decode a whole ``VersionedXcm`` (V5 only, no trailing bytes) or raise ``XcmDecodeError``; a ``Publish``
     value longer than ``max_value_length`` (``MaxPublishValueLength``) does not decode."""
@@ -535,7 +561,15 @@ def decode_versioned_xcm(data: bytes, max_value_length: int = MAX_PUBLISH_VALUE_
         count = r.compact()
         if count > MAX_INSTRUCTIONS_TO_DECODE:
             raise _Fail(f"{count} instructions exceed the decode limit of {MAX_INSTRUCTIONS_TO_DECODE}")
-        message = Xcm(tuple(_instruction(r, max_value_length) for _ in range(count)))
+        instructions: list[Instruction] = []
+        for _ in range(count):
+            fast = _publish_fast(data, r.offset, max_value_length)
+            if fast is None:
+                instructions.append(_instruction(r, max_value_length))
+            else:
+                instructions.append(fast[0])
+                r.offset = fast[1]
+        message = Xcm(tuple(instructions))
         r.finish()
     except (_Fail, ScaleDecodeError) as exc:
         raise XcmDecodeError(str(exc), data, r.offset) from exc
