@@ -40,7 +40,7 @@ from pubsub_core.broadcaster.events import (
     PublisherDeregistered,
     PublisherRegistered,
 )
-from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_compact, encode_u32
+from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_bytes, encode_compact, encode_u32
 from pubsub_core.codec.twox import twox64_concat
 from pubsub_core.codec.types import KEY_LEN, U32_MAX, PublishedEntry, PublisherInfo
 
@@ -415,7 +415,9 @@ class Broadcaster:
         txn.put(_EXISTS, para, b"\x01")
         for item in items:
             key, ttl = item.key, item.ttl
-            txn.put(CHILD_NAMESPACE, para + key, PublishedEntry(item.value, ttl, now).encode())
+            # PublishedEntry(item.value, ttl, now).encode(), without the dataclass (ttl and now are checked
+            # by encode_u32 as the entry's __post_init__ would).
+            txn.put(CHILD_NAMESPACE, para + key, encode_bytes(item.value) + encode_u32(ttl) + when)
             ttl_key = ttl_prefix + blake2b(key, digest_size=16).digest() + key
             if ttl == 0:
                 txn.delete(_TTL, ttl_key)

@@ -23,7 +23,7 @@ from state import StateBackend, StateTransaction
 
 from pubsub_core.broadcaster.balances import Balances
 from pubsub_core.broadcaster.config import BroadcasterConfig
-from pubsub_core.broadcaster.events import BroadcasterEvent
+from pubsub_core.broadcaster.events import BroadcasterEvent, DataPublished
 from pubsub_core.broadcaster.pallet import CHILD_NAMESPACE, Broadcaster, split_child_data_key
 from pubsub_core.codec.scale import encode_u32
 from pubsub_core.envelope.admission import Admission, AdmissionConfig, RateCounter, Verdict, error_reason
@@ -36,6 +36,7 @@ from pubsub_core.relay.records import (
     BlockHeader,
     BlockResult,
     BlockSeal,
+    EventRecord,
     ForwardedCall,
     InputRecord,
     MessageExecuted,
@@ -273,7 +274,7 @@ class RelayMachine:
         acc.events += idle.events
         relay_root, child_roots = self._roots(txn)
         txn.put(_HEAD, b"", encode_u32(now) + header.hash)
-        events = tuple(event_record(now, i, event) for i, event in enumerate(acc.events))
+        events = _event_records(now, acc.events)
         acc.outcomes.sort(key=_outcome_order)
         counts = {status: sum(1 for o in acc.outcomes if o.status is status) for status in Status}
         seal = BlockSeal(now, header.hash, header.parent_hash, header.session_index, relay_root, child_roots,
@@ -450,6 +451,23 @@ class RelayMachine:
         ordered = {para: changes[para] for para in sorted(changes)}
         relay_root = tries.apply(child_changes=ordered)
         return relay_root, tuple((para, tries.child_root(para)) for para in ordered)
+
+
+def _event_records(block: int, events: list[object]) -> tuple[EventRecord, ...]:
+    """The block's events as records, in order. A ``DataPublished`` body is rendered once per (publisher, count):
+    24,057 of the run's 26,605 events are ``DataPublished``, and rendering each one's JSON cost 0.25 s of a 3.7 s
+    profiled relay run."""
+    published: dict[tuple[int, int], str] = {}
+    records = []
+    for index, event in enumerate(events):
+        if type(event) is DataPublished:
+            body = published.get((event.publisher, event.items_count))
+            if body is None:
+                body = published[(event.publisher, event.items_count)] = event_record(block, index, event).body
+            records.append(EventRecord(block, index, body))
+        else:
+            records.append(event_record(block, index, event))
+    return tuple(records)
 
 
 def _outcome_order(outcome: RecordOutcome) -> tuple[int, tuple[int, int, str], int]:
