@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from pubsub_core.codec.scale import ScaleReader, encode_bytes, encode_u32
+from pubsub_core.codec.scale import ScaleReader, decode_compact, encode_bytes, encode_u32
 from pubsub_core.router.records import (
     HrmpChannel,
     HrmpChannelId,
@@ -128,6 +128,31 @@ def _read_bytes(reader: ScaleReader) -> bytes:
     return reader.bytes_vec()
 
 
+def _decode_u32_list(data: bytes) -> list[int]:
+    """``Vec<u32>`` by slicing after one length check (NeedsDispatch is read for every enacted upward batch);
+    anything malformed goes through the reader, for its error."""
+    count, start = decode_compact(data, 0)
+    if start + 4 * count != len(data):
+        return _decode(data, lambda r: decode_vec(r, _read_u32))
+    return [int.from_bytes(data[i : i + 4], "little") for i in range(start, len(data), 4)]
+
+
+def _decode_bytes_list(data: bytes) -> list[bytes]:
+    """``Vec<Vec<u8>>`` (an upward queue) with offsets instead of a reader call per length and per message;
+    anything malformed goes through the reader, for its error."""
+    count, offset = decode_compact(data, 0)
+    items: list[bytes] = []
+    for _ in range(count):
+        if offset >= len(data) or data[offset] & 0b11 == 0b11:
+            return _decode(data, lambda r: decode_vec(r, _read_bytes))
+        length, offset = decode_compact(data, offset)
+        items.append(data[offset : offset + length])
+        offset += length
+    if offset != len(data):
+        return _decode(data, lambda r: decode_vec(r, _read_bytes))
+    return items
+
+
 def _read_digest(reader: ScaleReader) -> Digest:
     return reader.u32(), decode_vec(reader, _read_u32)
 
@@ -208,7 +233,8 @@ class RouterStorage:
 
     # -- UMP --------------------------------------------------------------------------------------
     def relay_dispatch_queue(self, para: int) -> list[bytes]:
-        return self._get_list(NS_RELAY_DISPATCH_QUEUES, _para_key(para), _read_bytes)
+        data = self.txn.get(NS_RELAY_DISPATCH_QUEUES, _para_key(para))
+        return [] if data is None else _decode_bytes_list(data)
 
     def set_relay_dispatch_queue(self, para: int, messages: list[bytes]) -> None:
         self._put_list(NS_RELAY_DISPATCH_QUEUES, _para_key(para), messages, encode_bytes)
@@ -216,7 +242,11 @@ class RouterStorage:
     def relay_dispatch_queue_size(self, para: int) -> tuple[int, int]:
         """(number of messages, total payload bytes) of the para's upward queue."""
         data = self.txn.get(NS_RELAY_DISPATCH_QUEUE_SIZE, _para_key(para))
-        return (0, 0) if data is None else _decode(data, lambda r: (r.u32(), r.u32()))
+        if data is None:
+            return 0, 0
+        if len(data) != 8:
+            return _decode(data, lambda r: (r.u32(), r.u32()))
+        return int.from_bytes(data[:4], "little"), int.from_bytes(data[4:], "little")
 
     def set_relay_dispatch_queue_size(self, para: int, count: int, total_bytes: int) -> None:
         if count or total_bytes:
@@ -225,7 +255,8 @@ class RouterStorage:
             self.txn.delete(NS_RELAY_DISPATCH_QUEUE_SIZE, _para_key(para))
 
     def needs_dispatch(self) -> list[int]:
-        return self._get_list(NS_NEEDS_DISPATCH, VALUE_KEY, _read_u32)
+        data = self.txn.get(NS_NEEDS_DISPATCH, VALUE_KEY)
+        return [] if data is None else _decode_u32_list(data)
 
     def set_needs_dispatch(self, paras: list[int]) -> None:
         self._put_list(NS_NEEDS_DISPATCH, VALUE_KEY, paras, encode_u32)
