@@ -173,7 +173,7 @@ class _Block:
     forwarded: list[ForwardedCall] = field(default_factory=list)
     decoded: dict[bytes, Xcm] = field(default_factory=dict)
     """Upward messages admission decoded in this block, for their dispatch (decoding is a pure function of the
-    bytes): each message was decoded twice, 0.44 s of a 7.9 s profiled relay run."""
+    bytes): each message was decoded twice, 0.44 s of a 7.9 s profiled relay run; now once."""
 
     def outcome(self, record: InputRecord, status: Status, reason: str | None = None, detail: str = "") -> None:
         self.outcomes.append(RecordOutcome(self.number, record.record_id, status, reason, detail))
@@ -456,7 +456,7 @@ class RelayMachine:
 def _event_records(block: int, events: list[object]) -> tuple[EventRecord, ...]:
     """The block's events as records, in order. A ``DataPublished`` body is rendered once per (publisher, count):
     24,057 of the run's 26,605 events are ``DataPublished``, and rendering each one's JSON cost 0.25 s of a 3.7 s
-    profiled relay run."""
+    profiled relay run; 240 of them render 4.6x faster (776 -> 169 us)."""
     published: dict[tuple[int, int], str] = {}
     records = []
     for index, event in enumerate(events):

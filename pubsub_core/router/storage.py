@@ -129,8 +129,8 @@ def _read_bytes(reader: ScaleReader) -> bytes:
 
 
 def _decode_u32_list(data: bytes) -> list[int]:
-    """``Vec<u32>`` by slicing after one length check (NeedsDispatch is read for every enacted upward batch);
-    anything malformed goes through the reader, for its error."""
+    """``Vec<u32>`` by slicing after one length check (NeedsDispatch is read for every enacted upward batch;
+    24 paras: 5.2 -> 2.9 us); anything malformed goes through the reader, for its error."""
     count, start = decode_compact(data, 0)
     if start + 4 * count != len(data):
         return _decode(data, lambda r: decode_vec(r, _read_u32))
@@ -138,8 +138,8 @@ def _decode_u32_list(data: bytes) -> list[int]:
 
 
 def _decode_bytes_list(data: bytes) -> list[bytes]:
-    """``Vec<Vec<u8>>`` (an upward queue) with offsets instead of a reader call per length and per message;
-    anything malformed goes through the reader, for its error."""
+    """``Vec<Vec<u8>>`` (an upward queue) with offsets instead of a reader call per length and per message (10
+    messages: 5.3 -> 3.9 us); anything malformed goes through the reader, for its error."""
     count, offset = decode_compact(data, 0)
     items: list[bytes] = []
     for _ in range(count):
