@@ -247,6 +247,15 @@ class Broadcaster:
         return [(key, Broadcaster.get_published_value(txn, para_id, key) or b"") for key in keys]
 
     @staticmethod
+    def prefetch_publishers(txn: StateTransaction, para_ids: Iterable[int]) -> None:
+        """Load the records a publish reads (registration, key set, total size, TTL key set) of ``para_ids``
+        with one backend read per record kind, instead of one per record per publisher on first use."""
+        paras = [_para(para_id) for para_id in sorted(set(para_ids))]
+        if paras:
+            for namespace in (_REGISTERED, _KEYS, _SIZE, _TTL_KEYS):
+                txn.prefetch(namespace, paras)
+
+    @staticmethod
     def ttl_data(txn: StateTransaction, para_id: int, key: bytes) -> tuple[int, int] | None:
         """``TtlData(para, key)`` = (ttl, when_inserted), present only for finite TTL."""
         raw = txn.get(_TTL, ttl_storage_key(para_id, key))

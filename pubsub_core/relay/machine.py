@@ -269,6 +269,8 @@ class RelayMachine:
         self._upward(txn, acc, router, grouped.get("upward", {}), rate, now)
         self._horizontal(txn, acc, router, grouped.get("horizontal", {}), rate, now)
         self._extrinsics(txn, acc, router, grouped.get("extrinsics", {}), rate, now)
+        # The block's upward paras are most of those dispatch publishes for: their records in one read each.
+        self.broadcaster.prefetch_publishers(txn, [int(origin) for origin in grouped.get("upward", {})])
         acc.events += router.dispatch_upward(txn, now, lambda t, para, message: self._dispatch(t, acc, para, message, now))
         idle = self.broadcaster.on_idle(txn, now, self.config.idle_weight)
         acc.events += idle.events

@@ -204,3 +204,26 @@ def test_executor_complete_run_weighs_every_publish() -> None:
     outcome = executor.execute(txn, Location.parachain(SYSTEM_PARA), message, now=1)
     assert outcome.error is None and outcome.events == (DataPublished(SYSTEM_PARA, 1),) * 3
     assert outcome.used_weight == Weight(3 * config.publish_weight.ref_time, 0)
+
+
+def test_prefetch_publishers_reads_each_record_kind_once() -> None:
+    pallet, backend = fresh()
+    setup_txn = StateTransaction(backend)
+    pallet.publish_many(setup_txn, REGISTERED_PARA, [PublishItem(KEYS[0], b"a", 3)], now=1)
+    pallet.publish_many(setup_txn, SYSTEM_PARA, [PublishItem(KEYS[1], b"b", 0)], now=1)
+    setup_txn.commit()
+    txn = StateTransaction(backend)
+    before = backend.stats.read_calls
+    Broadcaster.prefetch_publishers(txn, [SYSTEM_PARA, REGISTERED_PARA, SYSTEM_PARA])
+    assert backend.stats.read_calls - before == 4
+    assert txn.pending_changes() == {}
+    before = backend.stats.read_calls
+    for para in (SYSTEM_PARA, REGISTERED_PARA):
+        pallet.publisher_info(txn, para)
+        pallet.published_keys(txn, para)
+        pallet.total_storage_size(txn, para)
+        txn.get("broadcaster.TtlKeys", para.to_bytes(4, "little"))
+    assert backend.stats.read_calls == before
+    assert pallet.published_keys(txn, REGISTERED_PARA) == [KEYS[0]]
+    Broadcaster.prefetch_publishers(txn, [])
+    assert backend.stats.read_calls == before
