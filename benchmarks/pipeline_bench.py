@@ -136,6 +136,40 @@ def run_simulator(lines: Sequence[bytes]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------------ job
+def cpu_by_part() -> dict[str, float]:
+    """CPU seconds so far of each live descendant (with what it reaped), by part: ``broker`` (the embedded Kafka
+    JVM), ``spark-jvm``, ``python-workers`` (pyspark's daemon and workers, and the driver-side schema runners),
+    ``other``; this process itself is ``driver``. Differences between two calls say where a run's CPU went."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own = os.times()
+    parts: dict[str, float] = defaultdict(float)
+    parts["driver"] = own.user + own.system
+    parents: dict[int, int] = {}
+    info: dict[int, tuple[float, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        info[int(entry.name)] = (sum(int(f) for f in fields[11:15]) / tick, command)
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, ppid in parents.items():
+        children[ppid].append(pid)
+    stack = list(children[os.getpid()])
+    while stack:
+        pid = stack.pop()
+        seconds, command = info.get(pid, (0.0, ""))
+        part = ("broker" if "kafka.Kafka" in command else "spark-jvm" if "java" in command.split(" ")[0]
+                else "python-workers" if "pyspark" in command or "python" in command.split(" ")[0] else "other")
+        parts[part] += seconds
+        stack += children[pid]
+    return dict(parts)
+
+
 def tree_cpu_seconds() -> float:
     """CPU seconds (user + system) used so far by this process, its reaped children, and every live descendant
     with the children each of those reaped: the driver, Spark's JVM, its Python workers and the embedded
@@ -184,11 +218,11 @@ def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
         reports.append(report)
         log(f"  {name}: {report.line()}")
 
-    cpu = tree_cpu_seconds()
+    cpu, parts = tree_cpu_seconds(), cpu_by_part()
     started = time.perf_counter()
     summary = run_job(job_settings, available_now=True, on_batch=on_batch)
     wall = time.perf_counter() - started
-    cpu = tree_cpu_seconds() - cpu
+    cpu, parts = tree_cpu_seconds() - cpu, {k: v - parts.get(k, 0.0) for k, v in cpu_by_part().items()}
     result = check_outputs(lines, settings, realms, summary)
     totals = summary_counts(result)
     views = [record for realm in realms for record in read_topic(settings, topic(realm, VIEWS))]
@@ -203,6 +237,7 @@ def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
         "produce_seconds": produce_seconds,
         "wall_seconds": wall,
         "cpu_seconds": cpu,
+        "cpu_by_part": parts,
         "job_seconds": summary.seconds,
         "input_rows": summary.input_rows,
         "records_out": dict(sorted(summary.records_out.items())),

@@ -10,7 +10,8 @@ of their state in the key's MapState (``state.spark.SparkStateBackend``, pages w
 without Spark; the processor classes only adapt Spark's rows and handles. The pandas flavour of
 transformWithState is used for its output: each DataFrame a processor yields goes to the sink as it is made
 (the row flavour gathers a key's whole output into one Arrow batch), so a block's views reach the seam while
-Stage R works on the next block, and Stage S, running beside it, starts on them (``relay_chunks``).
+Stage R works on the next block (``relay_chunks``), for the continuous job's Stage S to start on. Issue 11 log,
+available-now, same run: Python workers 7.2 CPU s instead of 7.7, job 13.3 s instead of 13.9 (within noise).
 """
 
 from __future__ import annotations

@@ -94,13 +94,7 @@ def _observed(out: DataFrame, name: str) -> DataFrame:
     return out.observe(name, *counts, heights.alias("heights"))
 
 
-DRAIN_TRIGGER_SECONDS = 0.5
-"""Trigger interval of Stage S while it follows a draining (available-now) Stage R: short, so it starts on the
-views soon after they are written, and not shorter, so its empty triggers cost little next to Stage R's work."""
-
-
-def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, available_now: bool,
-          drain: bool = False) -> StreamingQuery:
+def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, available_now: bool) -> StreamingQuery:
     writer = (
         out.writeStream.format("kafka")
         .options(**settings.spark_kafka_options(), **KAFKA_LIMITS["sink"])
@@ -108,8 +102,8 @@ def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, avail
         .outputMode("update")
         .queryName(name)
     )
-    seconds = min(settings.trigger_seconds, DRAIN_TRIGGER_SECONDS) if drain else settings.trigger_seconds
-    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=f"{seconds} seconds")
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
+        processingTime=f"{settings.trigger_seconds} seconds")
     return writer.start()
 
 
@@ -131,10 +125,8 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
 
 
 def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
-                           available_now: bool, names: QueryNames = QueryNames(), drain: bool = False) -> StreamingQuery:
-    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber) -> outputs. With
-    ``drain``, a short processing-time trigger: it runs beside an available-now Stage R, and the caller stops
-    it once it has processed all available views (``processAllAvailable``)."""
+                           available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
+    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber) -> outputs."""
     from pyspark.sql import functions as F
 
     from streaming.operators import OUTPUT_SCHEMA, SubscriberOperator
@@ -148,7 +140,7 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
         statefulProcessor=SubscriberOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
         timeMode="None")
     return _sink(_observed(out, "subscribers"), settings, settings.checkpoint_dir / "subscribers",
-                 names.subscribers, available_now, drain)
+                 names.subscribers, available_now)
 
 
 def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:
