@@ -1,0 +1,133 @@
+"""The scaling bench's pure helpers, and one tiny scale point through its worker (benchmarks/scaling_bench.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchmarks.scaling_bench import (
+    Page,
+    Point,
+    growth_exponent,
+    growth_word,
+    largest_page,
+    make_log,
+    render_markdown,
+    run_point,
+    scale_reaching,
+    state_bytes,
+    workload_flags,
+)
+
+
+def _flag(flags: list[str], name: str) -> str:
+    return flags[flags.index(name) + 1]
+
+
+def test_workload_flags_multiply_publishers_and_subscribers_only() -> None:
+    flags = workload_flags(4, 50)
+    assert (_flag(flags, "--publishers"), _flag(flags, "--system-publishers"), _flag(flags, "--subscribers")) == (
+        "80", "16", "24")
+    assert (_flag(flags, "--keys"), _flag(flags, "--subscribed-keys"), _flag(flags, "--blocks")) == ("20", "40", "50")
+    assert _flag(flags, "--seed") == "3" and _flag(flags, "--update-rate") == "0.5"
+
+
+def test_workload_flags_refuse_a_scale_below_one() -> None:
+    with pytest.raises(ValueError, match="scale"):
+        workload_flags(0, 100)
+
+
+@pytest.mark.parametrize(("power", "word"), [(0.0, "about constant"), (0.5, "sublinear"), (1.0, "linear"),
+                                             (1.5, "superlinear"), (2.0, "quadratic or worse")])
+def test_growth_exponent_recovers_a_power_law(power: float, word: str) -> None:
+    scales = [1.0, 2.0, 4.0, 8.0]
+    costs = [3.0 * s**power for s in scales]
+    assert growth_exponent(scales, costs) == pytest.approx(power)
+    assert growth_word(growth_exponent(scales, costs)) == word
+
+
+def test_growth_exponent_needs_two_scales() -> None:
+    with pytest.raises(ValueError):
+        growth_exponent([2.0], [5.0])
+    with pytest.raises(ValueError):
+        growth_exponent([2.0, 2.0], [5.0, 6.0])
+
+
+def test_scale_reaching_extrapolates_from_the_last_point() -> None:
+    # cost = 10 * s: it reaches 160 at s = 16; a quadratic 10 * s^2 reaches 160 at s = 4.
+    assert scale_reaching([1.0, 2.0, 4.0], [10.0, 20.0, 40.0], 160.0) == pytest.approx(16.0)
+    assert scale_reaching([1.0, 2.0], [10.0, 40.0], 160.0) == pytest.approx(4.0)
+    assert scale_reaching([1.0, 2.0, 4.0], [7.0, 7.0, 7.0], 100.0) is None
+
+
+def test_state_bytes_counts_keys_and_values() -> None:
+    assert state_bytes({"a": {b"k1": b"vvv", b"k": b""}, "b": {}}) == 2 + 3 + 1
+
+
+def test_largest_page_with_one_page_per_namespace_is_the_largest_namespace_encoded() -> None:
+    small = {b"a": b"1"}
+    large = {b"key-%d" % i: b"x" * i for i in range(10)}
+    page = largest_page({"small": small, "large": large}, 1)
+    # encode_page: a u32 count, then per entry u32 length + key + u32 length + value.
+    expected = 4 + sum(4 + len(k) + 4 + len(v) for k, v in large.items())
+    assert page == Page("large", 0, 10, expected)
+
+
+def test_largest_page_splits_a_namespace_by_the_stable_key_hash() -> None:
+    entries = {bytes([i]) * 4: b"v" * (i + 1) for i in range(40)}
+    pages: dict[int, dict[bytes, bytes]] = {}
+    for key, value in entries.items():
+        number = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % 4
+        pages.setdefault(number, {})[key] = value
+    sizes = {n: 4 + sum(8 + len(k) + len(v) for k, v in e.items()) for n, e in pages.items()}
+    biggest = max(sizes, key=lambda n: sizes[n])
+    assert largest_page({"ns": entries}, 4) == Page("ns", biggest, len(pages[biggest]), sizes[biggest])
+
+
+def _point(scale: int, publishes_per_block: int) -> Point:
+    blocks = 10
+    return Point(scale=scale, flags=[], blocks=blocks, publishes=publishes_per_block * blocks, cpu_s=scale * 1.0,
+                 relay_s=scale * 0.4, subscriber_s=scale * 0.5, encode_s=scale * 0.1, peak_rss_kb=50_000,
+                 relay_state_bytes=1000 * scale, subscriber_state_bytes=2000 * scale,
+                 largest_page={"namespace": "ns", "entries": 3, "bytes": 100 * scale, "page": 0, "stage": "relay"},
+                 relay_namespaces={"ns": 900 * scale}, outputs=100 * scale * blocks,
+                 topic_records={"r.events": 60 * scale * blocks, "r.updates": 40 * scale * blocks},
+                 topic_bytes={"r.events": 6000 * scale * blocks, "r.updates": 9000 * scale * blocks},
+                 views=6 * scale * blocks, view_bytes=30_000 * 6 * scale * blocks, view_max_bytes=35_000)
+
+
+def test_markdown_reports_a_dispatch_backlog_and_fits_before_it() -> None:
+    # 8x applies 1,300 publishes per block where 8 * 200 = 1,600 were due: past the UMP dispatch limit.
+    text = render_markdown([_point(1, 200), _point(2, 400), _point(4, 800), _point(8, 1300)], {})
+    assert "fall behind from 8x" in text
+    assert "least squares over 1x to 4x" in text
+    assert "- CPU per block, total: linear (k = 1.00" in text
+    assert "| 8x | 160 (32) | 48 | 10 | 1,300 |" in text
+
+
+def test_markdown_without_a_backlog_fits_every_point() -> None:
+    text = render_markdown([_point(1, 200), _point(2, 400)], {})
+    assert "not reached" in text and "least squares over 1x to 2x" in text
+    assert "busiest output topic at 2x is `r.events` with 120 records" in text
+
+
+def test_one_scale_point_matches_the_plain_simulator(tmp_path: Path) -> None:
+    from cli.commands.simulate import lines
+    from pubsub_core.simulator import simulate
+
+    log, _ = make_log(1, 2, tmp_path)
+    figures = run_point(log, 16)
+    with log.open("rb") as source:
+        outputs = list(simulate(line for line, _ in lines(source)))
+    # The timed simulator emits what the plain one does, topic by topic and byte for byte.
+    assert figures["topic_records"] == dict(Counter(record.topic for record in outputs))
+    assert figures["topic_bytes"] == {topic: sum(len(r.to_line().encode()) + 1 for r in outputs if r.topic == topic)
+                                      for topic in figures["topic_records"]}
+    seals = figures["topic_records"]["polkadot.seals"]
+    assert figures["blocks"] == seals and figures["views"] == seals * 6
+    assert figures["relay_s"] > 0 and figures["subscriber_s"] > 0 and figures["relay_state_bytes"] > 0
+    assert math.isclose(figures["cpu_s"], figures["relay_s"] + figures["subscriber_s"] + figures["encode_s"])
