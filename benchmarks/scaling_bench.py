@@ -600,11 +600,29 @@ def main() -> None:
                         help="blocks at scales of 8 and above (fewer to shorten the run)")
     parser.add_argument("--logs", type=Path, default=LOG_DIR, help="where the event logs are kept (made if missing)")
     parser.add_argument("--from-results", action="store_true", help=f"re-render {MARKDOWN.name} from {RESULTS.name}")
+    parser.add_argument("--admission", action="store_true",
+                        help="cProfile the 1x point: Stage R's per-origin work an admission stage could take (target 4)")
+    parser.add_argument("--admission-worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--timing", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--pages", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         print(json.dumps(run_point(args.worker, args.pages)))
+        return
+    if args.admission_worker is not None:
+        measure = admission_timing if args.timing else admission_profile
+        print(json.dumps(measure(args.admission_worker)))
+        return
+    if args.admission:
+        log, _ = make_log(1, args.blocks, args.logs)
+        figures = {}
+        for mode in ("profile", "timing"):
+            command = [sys.executable, "-m", "benchmarks.scaling_bench", "--admission-worker", str(log)]
+            done = subprocess.run(command + (["--timing"] if mode == "timing" else []), cwd=ROOT,
+                                  capture_output=True, text=True, check=True)
+            figures[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(render_admission(figures["profile"], figures["timing"]))
         return
     if args.from_results:
         body = json.loads(RESULTS.read_text())
@@ -641,6 +659,183 @@ def main() -> None:
     RESULTS.write_text(json.dumps(meta, indent=2) + "\n")
     write_outputs(points, meta)
 
+
+# -- the admission-stage question (issue 11, target 4) --------------------------------------------------------------
+
+
+def _admission_functions() -> dict[str, Any]:
+    """The functions the admission profile sums, as code objects (names repeat: ``Admission.authenticate`` wraps
+    the module's ``authenticate``), imported from whatever tree is on sys.path."""
+    from pubsub_core.envelope import admission, envelope
+    from pubsub_core.relay import machine
+    from pubsub_core.simulator import Simulator
+    from pubsub_core.stages import ingest
+    from pubsub_core.stages.subscriber_stage import SubscriberStage
+    from pubsub_core.xcm import barriers, types
+
+    return {
+        "route": ingest.LineRouter.route, "ingest_record": ingest.ingest_record,
+        "authenticate": admission.authenticate, "decode_versioned_xcm": types.decode_versioned_xcm,
+        "admit": admission.Admission.admit, "refusal": admission.Admission._refusal,
+        "verify_ed25519": envelope.verify_ed25519, "barrier_check": barriers.BarrierChain.check,
+        "validate_upward": machine.RelayMachine._validate_upward, "validate_call": machine._validate_call,
+        "validate_header": machine._validate_header, "no_validation": machine._no_validation,
+        "feed_line": Simulator.feed_line, "finish": Simulator.finish, "step": SubscriberStage.step,
+    }
+
+
+ADMISSION_PARTS: dict[str, list[str]] = {
+    "record decoding (log line / Kafka row to a typed record)": ["route", "ingest_record"],
+    "envelope decode, ed25519 signature, membership (authenticate)": ["authenticate"],
+    "XCM decode of upward messages (custom validation)": ["decode_versioned_xcm"],
+}
+"""Per-origin work Stage R does that an admission stage keyed by origin could do first: cumulative CPU of each
+function (none calls another). The seqno dedup, size and rate checks are ``Admission.admit`` minus what it calls of
+``authenticate`` and of the validators (the validators' XCM decode is counted above)."""
+
+
+def admission_profile(log: Path) -> dict[str, Any]:
+    """cProfile of the plain simulator on ``log``: Stage R's CPU and the per-origin parts of it, in seconds."""
+    import cProfile
+    import pstats
+
+    from cli.commands.simulate import lines
+    from pubsub_core.simulator import Simulator
+    from pubsub_core.stages import SimulatorConfig
+
+    with log.open("rb") as source:
+        raw = [line for line, _ in lines(source)]
+    profiler = cProfile.Profile()
+    profiler.enable()
+    simulator = Simulator(SimulatorConfig())
+    for line in raw:
+        simulator.feed_line(line)
+    simulator.finish()
+    profiler.disable()
+    table: dict[tuple[str, int, str], Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    keys = {name: (f.__code__.co_filename, f.__code__.co_firstlineno, f.__code__.co_name)
+            for name, f in _admission_functions().items()}
+
+    def cumulative(name: str) -> float:
+        return float(table[keys[name]][3]) if keys[name] in table else 0.0
+
+    def calls(name: str) -> int:
+        return int(table[keys[name]][1]) if keys[name] in table else 0
+
+    def edge(callee: str, caller: str) -> float:
+        """CPU of ``callee`` when called from ``caller`` (cumulative, that call edge only)."""
+        entry = table.get(keys[callee])
+        return float(entry[4].get(keys[caller], (0, 0, 0.0, 0.0))[3]) if entry else 0.0
+
+    # Cumulative times, never a sum of tottime: cProfile charges its own overhead to cumulative time, so the
+    # two do not add up (about 2% apart here).
+    total = cumulative("feed_line") + cumulative("finish")
+    subscriber = cumulative("step")
+    relay = total - subscriber
+    parts = {label: sum(cumulative(name) for name in names) for label, names in ADMISSION_PARTS.items()}
+    validators = sum(edge(name, "refusal") for name in ("validate_call", "validate_header", "no_validation"))
+    # The upward validator is a lambda around _validate_upward: count _validate_upward's time under admit.
+    validators += cumulative("validate_upward")
+    parts["seqno dedup, size, rate and penalty checks (Admission.admit, less the above)"] = (
+        cumulative("admit") - edge("authenticate", "admit") - validators)
+    return {
+        "profiled_s": total, "stage_r_s": relay, "stage_s_s": subscriber, "parts_s": parts,
+        "signature_s": cumulative("verify_ed25519"), "barrier_s": edge("barrier_check", "validate_upward"),
+        "validators_s": validators,
+        "calls": {"authenticate": calls("authenticate"), "admit": calls("admit"),
+                  "verify_ed25519": calls("verify_ed25519")},
+    }
+
+
+ADMISSION_TIMERS: dict[str, str] = {
+    "route": "record decoding (log line / Kafka row to a typed record)",
+    "ingest_record": "record decoding (log line / Kafka row to a typed record)",
+    "authenticate": "envelope decode, ed25519 signature, membership (authenticate)",
+    "verify_ed25519": "envelope decode, ed25519 signature, membership (authenticate)",
+    "validate_upward": "XCM decode of upward messages (custom validation)",
+    "admit": "seqno dedup, size, rate and penalty checks (Admission.admit, less the above)",
+}
+"""The same parts timed without a profiler: each wrapped function's CPU less that of wrapped functions it calls."""
+
+
+def admission_timing(log: Path) -> dict[str, Any]:
+    """The per-origin parts of Stage R timed by wrapping the functions (``process_time``, no profiler: cProfile
+    inflates Python-heavy code more than the C of ed25519). Patches this worker process's modules only."""
+    from cli.commands.simulate import lines
+    from pubsub_core.envelope import admission, envelope
+    from pubsub_core.relay import machine
+    from pubsub_core.simulator import Simulator
+    from pubsub_core.simulator import simulator as simulator_module
+    from pubsub_core.stages import SimulatorConfig, ingest
+    from pubsub_core.stages.subscriber_stage import SubscriberStage
+    from pubsub_core.xcm import barriers
+
+    clock = time.process_time
+    totals: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    stack: list[float] = []
+
+    def timed(name: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = clock()
+            stack.append(0.0)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                nested = stack.pop()
+                elapsed = clock() - start
+                totals[name] = totals.get(name, 0.0) + elapsed - nested
+                calls[name] = calls.get(name, 0) + 1
+                if stack:
+                    stack[-1] += elapsed
+
+        return wrapper
+
+    patches: list[tuple[Any, str]] = [
+        (ingest.LineRouter, "route"), (simulator_module, "ingest_record"), (admission, "authenticate"),
+        (envelope, "verify_ed25519"), (machine.RelayMachine, "_validate_upward"), (admission.Admission, "admit"),
+        (barriers.BarrierChain, "check"), (SubscriberStage, "step"),
+    ]
+    for owner, attribute in patches:
+        setattr(owner, attribute, timed(attribute.lstrip("_"), getattr(owner, attribute)))
+    with log.open("rb") as source:
+        raw = [line for line, _ in lines(source)]
+    start = clock()
+    simulator = Simulator(SimulatorConfig())
+    for line in raw:
+        simulator.feed_line(line)
+    simulator.finish()
+    total = clock() - start
+    subscriber = totals.get("step", 0.0)
+    parts: dict[str, float] = {}
+    for name, label in ADMISSION_TIMERS.items():
+        parts[label] = parts.get(label, 0.0) + totals.get(name, 0.0)
+    return {"total_s": total, "stage_r_s": total - subscriber, "stage_s_s": subscriber, "parts_s": parts,
+            "signature_s": totals.get("verify_ed25519", 0.0), "barrier_s": totals.get("check", 0.0),
+            "calls": calls}
+
+
+def render_admission(profile: Mapping[str, Any], timing: Mapping[str, Any]) -> str:
+    """The two measurements of the per-origin parts as one markdown table (shares of Stage R's CPU)."""
+    p_relay, t_relay = profile["stage_r_s"], timing["stage_r_s"]
+    rows = ["| per-origin work in Stage R | cProfile: CPU s | share | timed, no profiler: CPU s | share |",
+            "|---|---:|---:|---:|---:|"]
+    for label, seconds in profile["parts_s"].items():
+        timed = timing["parts_s"].get(label, 0.0)
+        rows.append(f"| {label} | {seconds:.3f} | {seconds / p_relay:.1%} | {timed:.3f} | {timed / t_relay:.1%} |")
+    p_sum, t_sum = sum(profile["parts_s"].values()), sum(timing["parts_s"].values())
+    rows.append(f"| **all of it** | **{p_sum:.3f}** | **{p_sum / p_relay:.1%}** | **{t_sum:.3f}** | "
+                f"**{t_sum / t_relay:.1%}** |")
+    p_sig, t_sig = profile["signature_s"], timing["signature_s"]
+    rows.append(f"| (of which ed25519 verification, {profile['calls']['verify_ed25519']:,} calls) | {p_sig:.3f} | "
+                f"{p_sig / p_relay:.1%} | {t_sig:.3f} | {t_sig / t_relay:.1%} |")
+    p_bar, t_bar = profile["barrier_s"], timing["barrier_s"]
+    rows.append(f"| (not counted: XCM barrier check, reads the relay's config) | {p_bar:.3f} | {p_bar / p_relay:.1%} | "
+                f"{t_bar:.3f} | {t_bar / t_relay:.1%} |")
+    return (f"Stage R: {p_relay:.2f} s of {profile['profiled_s']:.2f} s under cProfile, {t_relay:.2f} s of "
+            f"{timing['total_s']:.2f} s timed without it (the rest is Stage S); "
+            f"{profile['calls']['authenticate']:,} authentications, {profile['calls']['admit']:,} admissions.\n\n"
+            + "\n".join(rows) + "\n")
 
 if __name__ == "__main__":
     main()
