@@ -2,6 +2,15 @@
 
 Pallets run each call inside ``txn.atomic()``: if the call raises, every write it made is discarded,
 so a call applies fully or not at all. ``commit()`` sends all surviving changes to the backend in one call.
+
+Layout (issue 11: the read and write paths are on every pallet call, 1.1 M get/put calls in the simulator
+workload). Writes go into one overlay, ``namespace -> key -> value`` (None for a delete), so a read is one
+lookup in the overlay and one in the loaded working set, whatever the nesting depth. An atomic section
+records, in one shared undo log, the overlay's previous value of each key it writes; leaving the section
+normally keeps the log for the enclosing section, failing replays it backwards down to the section's mark.
+Invariant: the overlay equals the old stack of per-section layers merged bottom to top with ``dict.update``,
+key order included (a key keeps its place when overwritten and is appended when new; undoing a key the
+section introduced removes it, and a namespace left empty goes with it), so ``pending_changes`` is unchanged.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from enum import Enum
+from typing import Final
 
 from state.errors import TransactionClosedError
 from state.interface import StateBackend
@@ -21,6 +31,16 @@ VALUE_KEY = b""
 _ABSENT = None
 
 
+class _Missing:
+    """The marker for 'no entry' where None already means 'deleted' or 'absent from the backend'."""
+
+
+_MISSING: Final = _Missing()
+
+_UndoEntry = tuple[str, dict[bytes, "bytes | None"], bytes, "bytes | None | _Missing"]
+"""(namespace, its overlay entries, key, the overlay's value before the write or _MISSING)."""
+
+
 class TransactionStatus(Enum):
     OPEN = "open"
     COMMITTED = "committed"
@@ -28,49 +48,68 @@ class TransactionStatus(Enum):
 
 
 class StateTransaction:
-    """Reads through a cached working set; writes into a stack of layers merged on success."""
+    """Reads through a cached working set; writes into one overlay, undone per failed atomic section."""
 
     def __init__(self, backend: StateBackend) -> None:
         self._backend = backend
         self._loaded: dict[str, dict[bytes, bytes | None]] = {}
         self._scanned: set[str] = set()
-        self._layers: list[dict[str, dict[bytes, bytes | None]]] = [{}]
+        self._overlay: dict[str, dict[bytes, bytes | None]] = {}
+        self._undo: list[_UndoEntry] = []
+        self._depth = 0
+        # The hot methods test this bool instead of comparing ``status`` to an enum member (one attribute load
+        # instead of a global, an attribute and a comparison); ``_close`` keeps the two in step.
+        self._open = True
         self.status = TransactionStatus.OPEN
 
     # -- reads -------------------------------------------------------------------------------
     def _check_open(self) -> None:
-        if self.status is not TransactionStatus.OPEN:
+        if not self._open:
             raise TransactionClosedError(self.status.value)
 
-    def _written(self, namespace: str, key: bytes) -> tuple[bool, bytes | None]:
-        for layer in reversed(self._layers):
-            entries = layer.get(namespace)
-            if entries is not None and key in entries:
-                return True, entries[key]
-        return False, _ABSENT
+    def _close(self, status: TransactionStatus) -> None:
+        self.status = status
+        self._open = False
 
     def prefetch(self, namespace: str, keys: Iterable[bytes]) -> None:
         """Load the keys not yet in the working set with one backend call."""
-        self._check_open()
+        if not self._open:
+            raise TransactionClosedError(self.status.value)
         if namespace in self._scanned:
             return
-        loaded = self._loaded.setdefault(namespace, {})
+        loaded = self._loaded.get(namespace)
+        if loaded is None:
+            loaded = self._loaded[namespace] = {}
         missing = [key for key in dict.fromkeys(keys) if key not in loaded]
         if not missing:
             return
         found = self._backend.read_many(namespace, missing)
+        get = found.get
         for key in missing:
-            loaded[key] = found.get(key)
+            loaded[key] = get(key)
 
     def get(self, namespace: str, key: bytes) -> bytes | None:
-        self._check_open()
-        written, value = self._written(namespace, key)
-        if written:
-            return value
-        loaded = self._loaded.setdefault(namespace, {})
-        if key not in loaded and namespace not in self._scanned:
-            self.prefetch(namespace, (key,))
-        return loaded.get(key)
+        # Hand-written hot path (694,734 calls in the simulator workload): replaces _check_open + a walk over
+        # the write layers returning a tuple + setdefault + a prefetch of a one-key tuple on a miss.
+        if not self._open:
+            raise TransactionClosedError(self.status.value)
+        entries = self._overlay.get(namespace)
+        if entries is not None:
+            written = entries.get(key, _MISSING)
+            if written is not _MISSING:
+                return written  # type: ignore[return-value]
+        loaded = self._loaded.get(namespace)
+        if loaded is None:
+            loaded = self._loaded[namespace] = {}
+        else:
+            value = loaded.get(key, _MISSING)
+            if value is not _MISSING:
+                return value  # type: ignore[return-value]
+        if namespace in self._scanned:
+            return None
+        value = self._backend.read_many(namespace, [key]).get(key)
+        loaded[key] = value
+        return value
 
     def contains(self, namespace: str, key: bytes) -> bool:
         return self.get(namespace, key) is not None
@@ -85,71 +124,91 @@ class StateTransaction:
             loaded.update(stored)
             self._scanned.add(namespace)
         view = {k: v for k, v in self._loaded[namespace].items() if v is not None}
-        for layer in self._layers:
-            for key, value in layer.get(namespace, {}).items():
-                if value is None:
-                    view.pop(key, None)
-                else:
-                    view[key] = value
+        for key, value in self._overlay.get(namespace, {}).items():
+            if value is None:
+                view.pop(key, None)
+            else:
+                view[key] = value
         return view
 
     def get_value(self, namespace: str) -> bytes | None:
         return self.get(namespace, VALUE_KEY)
 
     # -- writes ------------------------------------------------------------------------------
+    def _write(self, namespace: str, key: bytes, value: bytes | None) -> None:
+        # Hot path (440,770 puts): one overlay write, plus one undo entry only inside an atomic section.
+        if not self._open:
+            raise TransactionClosedError(self.status.value)
+        entries = self._overlay.get(namespace)
+        if entries is None:
+            entries = self._overlay[namespace] = {}
+        if self._depth:
+            self._undo.append((namespace, entries, key, entries.get(key, _MISSING)))
+        entries[key] = value
+
     def put(self, namespace: str, key: bytes, value: bytes) -> None:
-        self._check_open()
-        self._layers[-1].setdefault(namespace, {})[key] = value
+        self._write(namespace, key, value)
 
     def delete(self, namespace: str, key: bytes) -> None:
-        self._check_open()
-        self._layers[-1].setdefault(namespace, {})[key] = _ABSENT
+        self._write(namespace, key, _ABSENT)
 
     def set_value(self, namespace: str, value: bytes | None) -> None:
-        if value is None:
-            self.delete(namespace, VALUE_KEY)
-        else:
-            self.put(namespace, VALUE_KEY, value)
+        self._write(namespace, VALUE_KEY, value)
+
+    def _undo_to(self, mark: int) -> None:
+        """Restore the overlay as it was when the undo log was ``mark`` entries long."""
+        undo = self._undo
+        overlay = self._overlay
+        while len(undo) > mark:
+            namespace, entries, key, previous = undo.pop()
+            if previous is _MISSING:
+                del entries[key]
+                if not entries and overlay.get(namespace) is entries:
+                    del overlay[namespace]
+            else:
+                entries[key] = previous  # type: ignore[assignment]
 
     @contextmanager
     def atomic(self) -> Iterator[StateTransaction]:
         """A section whose writes are kept only if it exits without an exception."""
         self._check_open()
-        self._layers.append({})
+        mark = len(self._undo)
+        self._depth += 1
         try:
             yield self
         except BaseException:
-            self._layers.pop()
+            self._depth -= 1
+            self._undo_to(mark)
             raise
-        top = self._layers.pop()
-        below = self._layers[-1]
-        for namespace, entries in top.items():
-            below.setdefault(namespace, {}).update(entries)
+        self._depth -= 1
+        if not self._depth:
+            self._undo.clear()  # nothing encloses the section any more: its writes are final
 
     # -- end ---------------------------------------------------------------------------------
     def pending_changes(self) -> dict[str, dict[bytes, bytes | None]]:
         """The changes commit would write, with writes that restore the loaded value dropped."""
-        merged: dict[str, dict[bytes, bytes | None]] = {}
-        for layer in self._layers:
-            for namespace, entries in layer.items():
-                merged.setdefault(namespace, {}).update(entries)
-        for namespace, entries in merged.items():
-            loaded = self._loaded.get(namespace, {})
-            for key in [k for k, v in entries.items() if k in loaded and loaded[k] == v]:
-                del entries[key]
-        return {ns: entries for ns, entries in merged.items() if entries}
+        changes: dict[str, dict[bytes, bytes | None]] = {}
+        for namespace, entries in self._overlay.items():
+            loaded = self._loaded.get(namespace)
+            if loaded is None:
+                kept = dict(entries)
+            else:
+                kept = {k: v for k, v in entries.items() if k not in loaded or loaded[k] != v}
+            if kept:
+                changes[namespace] = kept
+        return changes
 
     def commit(self) -> int:
         """Write every change in one backend call (none if nothing changed); return the keys written."""
         self._check_open()
-        if len(self._layers) != 1:
+        if self._depth:
             raise RuntimeError("commit() inside an atomic() section")
         changes = self.pending_changes()
         if changes:
             self._backend.write_many(changes)
-        self.status = TransactionStatus.COMMITTED
+        self._close(TransactionStatus.COMMITTED)
         return sum(len(entries) for entries in changes.values())
 
     def rollback(self) -> None:
         self._check_open()
-        self.status = TransactionStatus.ROLLED_BACK
+        self._close(TransactionStatus.ROLLED_BACK)
