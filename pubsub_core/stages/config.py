@@ -16,7 +16,7 @@ from pubsub_core.router import RouterConfig
 from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber import SubscriberConfig
 
-__all__ = ["ConfigError", "SimulatorConfig"]
+__all__ = ["ConfigError", "Seam", "SimulatorConfig"]
 
 
 class ConfigError(StageError):
@@ -54,6 +54,15 @@ def _build(section: str, cls: type[Any], values: object) -> Any:
         raise ConfigError(section, str(exc)) from exc
 
 
+class Seam(Enum):
+    """What Stage R sends Stage S each block: ``DELTA`` the nodes of the proof P_n that were not in the
+    subscriber's previous view (Stage S mirrors the rest); ``FULL`` all of P_n every block, the checking mode
+    (Stage S then also checks each proof with the two-pass Prune + Verify)."""
+
+    DELTA = "delta"
+    FULL = "full"
+
+
 @dataclass(frozen=True)
 class SimulatorConfig:
     """Settings shared by every realm of a run; a realm's key registry comes from its ``genesis`` record.
@@ -62,7 +71,8 @@ class SimulatorConfig:
     ``trusted_genesis`` pins a realm's genesis record (realm -> Blake2-256 of its canonical JSON,
     ``GenesisRecord.digest``): any other genesis is refused (``UntrustedGenesis``) instead of the first one on
     the topic being trusted. ``max_held_before_genesis`` caps the records a realm holds while it waits for its
-    genesis (``GenesisBacklogFull`` beyond it). See docs/threat-model.md.
+    genesis (``GenesisBacklogFull`` beyond it). See docs/threat-model.md. ``seam`` is Stage R's relay-view
+    format (``Seam``); the outputs are the same either way.
     """
 
     default_realm: str = "polkadot"
@@ -74,6 +84,7 @@ class SimulatorConfig:
     idle_weight: int = 250_000_000_000
     trusted_genesis: dict[str, bytes] = field(default_factory=dict)
     max_held_before_genesis: int = 10_000
+    seam: Seam = Seam.DELTA
 
     def __post_init__(self) -> None:
         if self.max_held_before_genesis < 0:
@@ -93,7 +104,7 @@ class SimulatorConfig:
     def from_json(cls, body: object) -> SimulatorConfig:
         """From ``{"default_realm": ..., "broadcaster": {...}, "admission": {...}, "router": {...},
         "subscriber": {...}, "max_publish_instructions": n, "idle_weight": n, "trusted_genesis": {"<realm>":
-        "0x<digest>"}, "max_held_before_genesis": n}``; every key optional."""
+        "0x<digest>"}, "max_held_before_genesis": n, "seam": "delta" | "full"}``; every key optional."""
         if not isinstance(body, Mapping):
             raise ConfigError("", "the configuration is a JSON object")
         sections = {"broadcaster": BroadcasterConfig, "admission": AdmissionConfig, "router": RouterConfig,
@@ -106,6 +117,11 @@ class SimulatorConfig:
                 values[name] = value
             elif name in ("max_publish_instructions", "idle_weight", "max_held_before_genesis") and isinstance(value, int):
                 values[name] = value
+            elif name == "seam":
+                choices = [member.value for member in Seam]
+                if value not in choices:
+                    raise ConfigError(name, f"takes one of {choices}, got {value!r}")
+                values[name] = Seam(value)
             elif name == "trusted_genesis" and isinstance(value, Mapping):
                 try:
                     values[name] = {str(realm): hex32(digest) for realm, digest in value.items()}

@@ -16,12 +16,13 @@ from pubsub_core.envelope import KeyRegistry
 from pubsub_core.envelope.keys import hex32, para_id
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
-from pubsub_core.stages.errors import IngestError
+from pubsub_core.stages.errors import IngestError, StageError
 
 __all__ = [
     "GenesisRecord",
     "INPUT_STREAMS",
     "LogRecord",
+    "MalformedViewError",
     "OutputRecord",
     "RelayView",
     "SimOutcome",
@@ -181,6 +182,11 @@ class RelayView:
     ``calls`` the subscriber calls this block included, applied after the proof. ``previous`` is the number
     of the block of this subscriber's previous view (None for its first), so Stage S can apply views in order
     and recognise a replay whatever the seam delivers.
+
+    ``full`` says what ``nodes`` hold. True: all of P_n, the proof of every declared key against
+    ``relay_root`` (a subscriber's first view, and every view under ``seam: "full"``, the checking mode).
+    False: a delta, the nodes of P_n that were not in the subscriber's previous view's P_{n-1}, sorted; Stage S
+    keeps the rest in its mirror of relay nodes (invariant: after view n, the mirror contains P_n).
     """
 
     realm: str
@@ -194,10 +200,12 @@ class RelayView:
     nodes: tuple[bytes, ...]
     calls: tuple[ForwardedCall, ...]
     previous: int | None = None
+    full: bool = True
 
     def to_json(self) -> dict[str, object]:
         return {
             "previous": self.previous,
+            "full": self.full,
             "realm": self.realm,
             "subscriber": self.subscriber,
             "number": self.number,
@@ -212,13 +220,27 @@ class RelayView:
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> RelayView:
-        return cls(
-            str(body["realm"]), int(body["subscriber"]), int(body["number"]), unhex_0x(body["hash"]),
-            unhex_0x(body["relay_root"]), int(body["max_pov_size"]), tuple(int(s) for s in body["dmq_sizes"]),
-            tuple(int(s) for s in body["hrmp_sizes"]), tuple(unhex_0x(n) for n in body["nodes"]),
-            tuple(ForwardedCall.from_json(c) for c in body["calls"]),
-            None if body.get("previous") is None else int(body["previous"]),
-        )
+        """The view of ``to_json``; ``MalformedViewError`` (a ``ValueError``) for a missing field (``full``
+        included: a reader must never take a delta for a full proof) or a value of the wrong kind."""
+        full = body.get("full") if isinstance(body, Mapping) else None
+        if type(full) is not bool:
+            raise MalformedViewError(f"a relay view's 'full' is a JSON boolean, got {str(full)[:40]}")
+        try:
+            return cls(
+                str(body["realm"]), int(body["subscriber"]), int(body["number"]), unhex_0x(body["hash"]),
+                unhex_0x(body["relay_root"]), int(body["max_pov_size"]), tuple(int(s) for s in body["dmq_sizes"]),
+                tuple(int(s) for s in body["hrmp_sizes"]), tuple(unhex_0x(n) for n in body["nodes"]),
+                tuple(ForwardedCall.from_json(c) for c in body["calls"]),
+                None if body.get("previous") is None else int(body["previous"]),
+                full,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MalformedViewError(f"not a relay view: {type(exc).__name__}: {exc}") from exc
+
+
+class MalformedViewError(StageError, ValueError):
+    """A relay view whose JSON lacks a field or holds a value of the wrong kind (a ``ValueError`` too, so
+    readers that refuse malformed seam records with ``ValueError`` keep doing so)."""
 
 
 @dataclass(frozen=True, slots=True)

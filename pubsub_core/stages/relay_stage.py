@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from state import MemoryBackend, StateBackend, StateTransaction
 
 from pubsub_core.envelope import Unauthenticated
+from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
@@ -41,7 +42,7 @@ from pubsub_core.subscriber.calls import (
     decode_subscriber_call,
     subscriber_of,
 )
-from pubsub_core.stages.config import SimulatorConfig
+from pubsub_core.stages.config import Seam, SimulatorConfig
 from pubsub_core.stages.errors import StageError
 from pubsub_core.stages.ingest import short
 from pubsub_core.subscriber.errors import SubscriberCallError
@@ -310,16 +311,29 @@ class RelayStage:
             for subscriber in subscribers:
                 keys = declared.get(subscriber, {})
                 nodes = tries.prove(child_keys={para: list(k) for para, k in keys.items()})
+                sent, full = self._seam_nodes(book, subscriber, nodes)
                 pending = pending_inbound(txn, subscriber, header.number)
                 views.append(RelayView(
                     self.realm, subscriber, header.number, header.hash, relay_root, header.max_pov_size,
-                    tuple(pending.downward_sizes()), tuple(pending.horizontal_sizes()), tuple(nodes),
-                    tuple(calls.get(subscriber, ())), book.last_view(subscriber),
+                    tuple(pending.downward_sizes()), tuple(pending.horizontal_sizes()), sent,
+                    tuple(calls.get(subscriber, ())), book.last_view(subscriber), full,
                 ))
                 book.set_last_view(subscriber, header.number)
         finally:
             txn.rollback()
         return tuple(views)
+
+
+    def _seam_nodes(self, book: _Book, subscriber: int, proof: list[bytes]) -> tuple[tuple[bytes, ...], bool]:
+        """What a view carries of the proof P_n (sorted): all of it (``full``) for a subscriber's first view
+        and under ``seam: "full"``; otherwise the nodes not in its previous view's P_{n-1}. Remembers P_n's
+        hashes either way, so the next view can be a delta whatever this one was."""
+        hashes = [blake2_256(node) for node in proof]
+        previous = book.sent_nodes(subscriber)
+        book.set_sent_nodes(subscriber, hashes)
+        if previous is None or self.config.seam is Seam.FULL:
+            return tuple(proof), True
+        return tuple(node for node, node_hash in zip(proof, hashes) if node_hash not in previous), False
 
 
 def _slot(stream: str, origin: str) -> bytes:
@@ -338,6 +352,7 @@ class _Book:
     WAITING = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
     SUBSCRIPTIONS = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
     LAST_VIEW = "simulator.LastView"  # u32 BE subscriber -> u64 BE block of its latest view
+    SENT_NODES = "simulator.SentNodes"  # u32 BE subscriber -> its latest view's P_n: 32-byte hashes, sorted
 
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn
@@ -436,6 +451,14 @@ class _Book:
 
     def set_last_view(self, subscriber: int, number: int) -> None:
         self.txn.put(self.LAST_VIEW, subscriber.to_bytes(4, "big"), number.to_bytes(8, "big"))
+
+    def sent_nodes(self, subscriber: int) -> set[bytes] | None:
+        """The node hashes of the proof in the subscriber's latest view (None before its first view)."""
+        raw = self.txn.get(self.SENT_NODES, subscriber.to_bytes(4, "big"))
+        return None if raw is None else {raw[i:i + 32] for i in range(0, len(raw), 32)}
+
+    def set_sent_nodes(self, subscriber: int, hashes: list[bytes]) -> None:
+        self.txn.put(self.SENT_NODES, subscriber.to_bytes(4, "big"), b"".join(sorted(hashes)))
 
     def set_subscriptions(self, subscriber: int, call: SetSubscriptions) -> None:
         self.txn.put(self.SUBSCRIPTIONS, subscriber.to_bytes(4, "big"), call.encode())

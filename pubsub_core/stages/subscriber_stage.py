@@ -1,5 +1,7 @@
-"""Stage S, one subscriber parachain: per relay view, budget, collate (Prune), process_relay_proof (Verify),
-then the block's subscriber calls, committed once; emits updates, pallet events and PoV metering."""
+"""Stage S, one subscriber parachain: per relay view, add its nodes to the stage's mirror of relay nodes, build
+and apply the block's relay proof over the mirror in one pass (``process_relay_state``; a full view also
+checks it with the two-pass Prune + Verify), then the block's subscriber calls, committed once; emits updates,
+pallet events and PoV metering."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from state import MemoryBackend, StateBackend, StateTransaction
 
 from pubsub_core.errors import PubSubError
+from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import canonical_json
 from pubsub_core.subscriber import (
     BlockContext,
@@ -16,13 +19,14 @@ from pubsub_core.subscriber import (
     SubscribedKey,
     SubscriberConfig,
     clear_publisher_cache,
-    collate,
     declared_subscriptions,
     enable_publisher,
-    process_relay_proof,
     pubsub_budget,
     set_subscriptions,
 )
+from pubsub_core.subscriber.block import process_relay_state
+from pubsub_core.subscriber.engine import Subscriptions
+from pubsub_core.trie import NodeSource, lookup, nodes_on_paths, prefixed_child_storage_key
 from pubsub_core.subscriber.calls import (
     AdminCall,
     ClearPublisherCache,
@@ -36,7 +40,7 @@ from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import OutputRecord, RelayView, SubscriberCallFailed
 
-__all__ = ["SubscriberStage", "ViewConflictError", "ViewProver"]
+__all__ = ["SubscriberStage", "ViewConflictError", "ViewProver", "live_nodes"]
 
 _CALL_NAMES = {EnablePublisher: "enable_publisher", ClearPublisherCache: "clear_publisher_cache"}
 
@@ -121,10 +125,12 @@ class SubscriberStage:
         budget = pubsub_budget(view.max_pov_size, view.dmq_sizes, view.hrmp_sizes, config)
         ctx = BlockContext(self.subscriber, view.number, view.hash, view.relay_root, budget)
         txn = StateTransaction(self.backend)
-        subscriptions = declared_subscriptions(txn)
+        subscriptions = declared_subscriptions(txn)  # what Stage R proved: the declarations before this block
         try:
-            proof = collate(ViewProver(view), txn, ctx, subscriptions, config)
-            outcome = process_relay_proof(txn, proof, ctx, subscriptions, config)
+            mirror = _RelayMirror(txn)
+            mirror.receive(view)
+            mirror.collect_if_due(view.relay_root, subscriptions)
+            outcome = process_relay_state(txn, mirror, ctx, subscriptions, config, verify_proof=view.full).outcome
         except PubSubError as exc:
             txn.rollback()
             raise StageError(f"subscriber {self.subscriber} could not process relay block {view.number}: {exc}") from exc
@@ -210,3 +216,88 @@ class _ViewLedger:
 
     def unpark(self, previous: int | None) -> None:
         self.txn.delete(self.PARKED, self._slot(previous))
+
+
+MIRROR_GC_FLOOR = 64
+"""The mirror is never collected while it holds this many nodes or fewer (a tiny P_n would else be collected
+at nearly every view)."""
+
+
+class _RelayMirror:
+    """Stage S's copy of the relay nodes its views sent (namespaces ``stage.*``): a content-addressed
+    ``RelaySource`` over the transaction, so the one pass reads it as it would read a full proof.
+
+    Invariant (relied on by ``step``): after view n is received, the mirror contains P_n, the proof of every key
+    declared before block n. By induction: a full view replaces the mirror with P_n; a delta view adds P_n minus
+    P_{n-1} to a mirror containing P_{n-1}; collection keeps exactly P_n, marked from the view's relay root along
+    the declared keys. Views reach ``step`` in ``previous`` order (``_ViewLedger``), which the induction needs.
+    The traversal reads only nodes of P_n, so the outputs do not depend on when collection runs.
+    """
+
+    NODES = "stage.RelayMirror"  # 32-byte Blake2-256 -> relay node
+    COUNT = "stage.RelayMirrorCount"  # u64 BE: nodes in the mirror
+    MARK = "stage.RelayMirrorMark"  # u64 BE: nodes it held after the last collection or full view
+
+    __slots__ = ("txn",)
+
+    def __init__(self, txn: StateTransaction) -> None:
+        self.txn = txn
+
+    def get(self, node_hash: bytes) -> bytes | None:
+        return self.txn.get(self.NODES, node_hash)
+
+    def _counter(self, namespace: str) -> int:
+        raw = self.txn.get_value(namespace)
+        return 0 if raw is None else int.from_bytes(raw, "big")
+
+    def count(self) -> int:
+        return self._counter(self.COUNT)
+
+    def _set_counts(self, count: int, mark: int | None = None) -> None:
+        self.txn.set_value(self.COUNT, count.to_bytes(8, "big"))
+        if mark is not None:
+            self.txn.set_value(self.MARK, mark.to_bytes(8, "big"))
+
+    def _keep_only(self, live: dict[bytes, bytes]) -> None:
+        """Make the mirror exactly ``live`` (hash -> node), writing only what differs."""
+        for node_hash in self.txn.items(self.NODES):
+            if node_hash not in live:
+                self.txn.delete(self.NODES, node_hash)
+        for node_hash, node in live.items():
+            if self.txn.get(self.NODES, node_hash) is None:
+                self.txn.put(self.NODES, node_hash, node)
+        self._set_counts(len(live), len(live))
+
+    def receive(self, view: RelayView) -> None:
+        """Take a view's nodes: a full view replaces the mirror, a delta adds to it."""
+        if view.full:
+            self._keep_only({blake2_256(node): node for node in view.nodes})
+            return
+        added = 0
+        for node in view.nodes:
+            node_hash = blake2_256(node)
+            if self.txn.get(self.NODES, node_hash) is None:
+                self.txn.put(self.NODES, node_hash, node)
+                added += 1
+        if added:
+            self._set_counts(self.count() + added)
+
+    def collect_if_due(self, relay_root: bytes, subscriptions: Subscriptions) -> None:
+        """Keep only P_n once the mirror holds more than twice what it held after its last collection (and more
+        than ``MIRROR_GC_FLOOR`` nodes). Raises IncompleteProofError if the mirror lacks a node of P_n."""
+        count = self.count()
+        if count <= max(2 * self._counter(self.MARK), MIRROR_GC_FLOOR):
+            return
+        self._keep_only(live_nodes(self, relay_root, subscriptions))
+
+
+def live_nodes(source: NodeSource, relay_root: bytes, subscriptions: Subscriptions) -> dict[bytes, bytes]:
+    """Hash -> node of P_n over ``source``: the main-trie paths to the declared publishers' child roots and
+    the child-trie paths to their declared keys (what ``RelayTries.prove`` gives Stage R)."""
+    declared = subscriptions.merged()
+    live = nodes_on_paths(source, relay_root, [prefixed_child_storage_key(para) for para in declared])
+    for para, keys in declared.items():
+        child_root = lookup(source, relay_root, prefixed_child_storage_key(para))
+        if child_root is not None:
+            live.update(nodes_on_paths(source, child_root, keys))
+    return live
