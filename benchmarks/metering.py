@@ -12,6 +12,10 @@ Per relay block, in the same run and on the same relay state:
 - without cache: full paths every block, i.e. the StorageProof of every subscribed key (``RelayTries.prove``);
 - lower bound: the nodes of that full proof that were not in the previous block's full proof: only what
   changed on subscribed paths (main-trie path, changed child nodes, changed values).
+
+``--seam`` measures the Stage R -> Stage S relay views on the same workload instead: full views (every
+subscribed key's proof) against delta views (what changed since the subscriber's previous view), in proof
+bytes and JSON record bytes, and Stage S's step time on each.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ from pubsub_core.subscriber import (
     process_relay_proof,
     pubsub_budget,
 )
+from pubsub_core.relay import canonical_json
+from pubsub_core.stages import RelayView, SubscriberStage
+from pubsub_core.stages.config import Seam
+from pubsub_core.stages.relay_stage import proof_delta
+from pubsub_core.subscriber import set_subscriptions
 from pubsub_core.trie import RelayTries
 from state import MemoryBackend, StateTransaction
 
@@ -75,7 +84,8 @@ def published_key(para: int, index: int) -> bytes:
     return blake2_256(b"%d/%d" % (para, index))
 
 
-def run(work: Workload) -> list[BlockRow]:
+def _workload(work: Workload) -> tuple[random.Random, RelayTries, Subscriptions, dict[int, list[bytes]]]:
+    """The seeded relay state, the subscriptions and the child keys they prove (``run`` and ``run_seam``)."""
     rng = random.Random(work.seed)
     relay = RelayTries()
     relay.set_main({b":code": b"\x00" * 64, b":heappages": b"\x08" * 8})
@@ -93,22 +103,32 @@ def run(work: Workload) -> list[BlockRow]:
         {para: [SubscribedKey(published_key(para, i)) for i in idx] for para, idx in subscribed.items()}
     )
     child_keys = {para: [published_key(para, i) for i in idx] for para, idx in subscribed.items()}
+    return rng, relay, subs, child_keys
+
+
+def _advance(work: Workload, rng: random.Random, relay: RelayTries, number: int) -> None:
+    """Block ``number``'s updates (none in block 1)."""
+    updates = max(1, int(work.keys_per_publisher * work.updated_per_block))
+    if number > 1:
+        relay.apply(
+            child_changes={
+                para: {
+                    published_key(para, i): PublishedEntry(rng.randbytes(rng.randint(16, 64)), 0, number).encode()
+                    for i in rng.sample(range(work.keys_per_publisher), updates)
+                }
+                for para in work.publishers
+            }
+        )
+
+
+def run(work: Workload) -> list[BlockRow]:
+    rng, relay, subs, child_keys = _workload(work)
     config = SubscriberConfig()
     backend = MemoryBackend()
     rows: list[BlockRow] = []
     previous_full: set[bytes] = set()
-    updates = max(1, int(work.keys_per_publisher * work.updated_per_block))
     for number in range(1, work.warmup + work.blocks + 1):
-        if number > 1:
-            relay.apply(
-                child_changes={
-                    para: {
-                        published_key(para, i): PublishedEntry(rng.randbytes(rng.randint(16, 64)), 0, number).encode()
-                        for i in rng.sample(range(work.keys_per_publisher), updates)
-                    }
-                    for para in work.publishers
-                }
-            )
+        _advance(work, rng, relay, number)
         full = set(relay.prove(child_keys=child_keys))
         ctx = BlockContext(
             4000, number, blake2_256(number.to_bytes(8, "little")), relay.relay_root,
@@ -135,6 +155,84 @@ def run(work: Workload) -> list[BlockRow]:
             )
         previous_full = full
     return rows
+
+
+@dataclass(frozen=True)
+class SeamRow:
+    """One block of the Stage R -> Stage S seam for one subscriber: proof-node bytes and JSON record bytes of
+    a full view and of a delta view, the changed nodes (P_n minus P_{n-1}, computed apart), and Stage S's CPU
+    seconds per step (full: the checking mode, two-pass; delta: one pass over its mirror)."""
+
+    number: int
+    full_nodes: int
+    full_bytes: int
+    delta_nodes: int
+    delta_bytes: int
+    changed_bytes: int
+    full_record: int
+    delta_record: int
+    full_step_cpu: float
+    delta_step_cpu: float
+
+
+def run_seam(work: Workload) -> list[SeamRow]:
+    """The relay views Stage R sends one subscriber of the metering workload, under both seams, and Stage S's
+    step on each (two SubscriberStages with the workload's subscriptions); both give the same outputs."""
+    rng, relay, subs, child_keys = _workload(work)
+    config = SubscriberConfig()
+    stages = {seam: SubscriberStage("metering", 4000, config) for seam in Seam}
+    for stage in stages.values():
+        txn = StateTransaction(stage.backend)
+        set_subscriptions(txn, dict(subs.entries), config)
+        txn.commit()
+    rows: list[SeamRow] = []
+    previous: list[bytes] = []
+    previous_hashes: set[bytes] = set()
+    for number in range(1, work.warmup + work.blocks + 1):
+        _advance(work, rng, relay, number)
+        proof = relay.prove(child_keys=child_keys)
+        hashes = [blake2_256(node) for node in proof]
+        first = number == 1
+        delta = tuple(proof) if first else proof_delta(proof, hashes, previous_hashes)
+        changed = set(proof) - set(previous)
+        views = {
+            seam: RelayView("metering", 4000, number, blake2_256(number.to_bytes(8, "little")), relay.relay_root,
+                            work.max_pov, (), (), nodes, (), None if first else number - 1, full)
+            for seam, nodes, full in ((Seam.FULL, tuple(proof), True), (Seam.DELTA, delta, first))
+        }
+        outputs, cpu = {}, {}
+        for seam, view in views.items():
+            started = time.process_time()
+            outputs[seam] = [o.to_line() for o in stages[seam].step(view)]
+            cpu[seam] = time.process_time() - started
+        if outputs[Seam.FULL] != outputs[Seam.DELTA]:
+            raise SystemExit(f"block {number}: the delta seam changed Stage S's outputs")
+        if number > work.warmup:
+            rows.append(SeamRow(
+                number, len(proof), sum(map(len, proof)), len(delta), sum(map(len, delta)),
+                sum(map(len, changed)),
+                len(canonical_json(views[Seam.FULL].to_json())), len(canonical_json(views[Seam.DELTA].to_json())),
+                cpu[Seam.FULL], cpu[Seam.DELTA],
+            ))
+        previous, previous_hashes = proof, set(hashes)
+    return rows
+
+
+def seam_markdown(work: Workload, rows: list[SeamRow]) -> str:
+    mean = {name: statistics.fmean(getattr(row, name) for row in rows) for name in SeamRow.__dataclass_fields__}
+    return f"""### The relay-view seam (issue 11 target 3)
+
+Same workload, one subscriber ({work.subscribed_keys} keys of each of {len(work.publishers)} publishers), {work.blocks} measured blocks, means per block. Run: `.venv/bin/python -m benchmarks.metering --seam`.
+
+| per subscriber per block (mean) | full view | delta view | delta / full |
+|---|---:|---:|---:|
+| proof nodes | {mean["full_nodes"]:,.0f} | {mean["delta_nodes"]:,.0f} | {mean["delta_nodes"] / mean["full_nodes"]:.1%} |
+| raw proof-node bytes | {mean["full_bytes"]:,.0f} | {mean["delta_bytes"]:,.0f} | {mean["delta_bytes"] / mean["full_bytes"]:.1%} |
+| JSON record bytes | {mean["full_record"]:,.0f} | {mean["delta_record"]:,.0f} | {mean["delta_record"] / mean["full_record"]:.1%} |
+| Stage S step, CPU ms (full: checking mode, two-pass) | {mean["full_step_cpu"] * 1e3:,.1f} | {mean["delta_step_cpu"] * 1e3:,.1f} | {mean["delta_step_cpu"] / mean["full_step_cpu"]:.2f}x |
+
+Changed nodes on the subscriber's paths (P_n minus P_(n-1), computed apart from the seam): {mean["changed_bytes"]:,.0f} bytes per block; the delta view carries {mean["delta_bytes"] / mean["changed_bytes"]:.2f}x that.
+"""
 
 
 def summarize(rows: list[BlockRow]) -> dict[str, float]:
@@ -262,8 +360,13 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=Workload.blocks)
     parser.add_argument("--keys", type=int, default=Workload.keys_per_publisher)
     parser.add_argument("--update-docs", action="store_true")
+    parser.add_argument("--seam", action="store_true",
+                        help="measure the Stage R -> Stage S relay views instead (full vs delta), print the table")
     args = parser.parse_args()
     work = Workload(blocks=args.blocks, keys_per_publisher=args.keys)
+    if args.seam:
+        print(seam_markdown(work, run_seam(work)))
+        return
     started = time.perf_counter()
     rows = run(work)
     summary = summarize(rows)
