@@ -37,11 +37,11 @@ class _Fail(Exception):
     """The failing pallet call of the pallet-call pattern."""
 
 
-def _patterns() -> dict[str, Callable[[], int]]:
-    """Each pattern builds its state, then returns the number of operations it timed... by running them."""
+def _patterns(n: int = N) -> dict[str, Callable[[], int]]:
+    """Each pattern builds its state over ``n`` keys, times its operations and returns how many it ran."""
     from state import MemoryBackend, StateTransaction
 
-    keys = [i.to_bytes(4, "big") for i in range(N)]
+    keys = [i.to_bytes(4, "big") for i in range(n)]
     seeded = MemoryBackend()
     seeded.write_many({"ns": {key: b"v" * 32 for key in keys[::2]}})
 
@@ -53,7 +53,7 @@ def _patterns() -> dict[str, Callable[[], int]]:
         for _ in range(5):
             for key in keys:
                 txn.get("ns", key)
-        return _timed(start, 5 * N)
+        return _timed(start, 5 * n)
 
     def get_loaded() -> int:
         txn = StateTransaction(seeded)
@@ -62,30 +62,30 @@ def _patterns() -> dict[str, Callable[[], int]]:
         for _ in range(5):
             for key in keys:
                 txn.get("ns", key)
-        return _timed(start, 5 * N)
+        return _timed(start, 5 * n)
 
     def get_miss() -> int:
         txn = StateTransaction(seeded)
         start = time.process_time()
         for key in keys:
             txn.get("ns", key)
-        return _timed(start, N)
+        return _timed(start, n)
 
     def prefetch() -> int:
         txn = StateTransaction(seeded)
         start = time.process_time()
-        for i in range(0, N, 32):
+        for i in range(0, n, 32):
             batch = keys[i:i + 32]
             txn.prefetch("ns", batch)
             for key in batch:
                 txn.get("ns", key)
-        return _timed(start, N)
+        return _timed(start, n)
 
     def pallet_call() -> int:
         txn = StateTransaction(seeded)
         txn.prefetch("ns", keys)
         start = time.process_time()
-        for i in range(N):
+        for i in range(n):
             try:
                 with txn.atomic():
                     txn.get("ns", keys[i])
@@ -97,19 +97,19 @@ def _patterns() -> dict[str, Callable[[], int]]:
                         raise _Fail
             except _Fail:
                 pass
-        return _timed(start, N)
+        return _timed(start, n)
 
     def nested() -> int:
         txn = StateTransaction(MemoryBackend())
         start = time.process_time()
-        for i in range(N):
+        for i in range(n):
             with txn.atomic():
                 txn.put("ns", keys[i], b"a")
                 with txn.atomic():
                     txn.put("ns", keys[i - 1], b"b")
                     txn.put("ns2", keys[i], b"b")
                 txn.put("ns2", keys[i - 1], b"a")
-        return _timed(start, N)
+        return _timed(start, n)
 
     def put_top() -> int:
         txn = StateTransaction(MemoryBackend())
@@ -117,7 +117,7 @@ def _patterns() -> dict[str, Callable[[], int]]:
         for _ in range(5):
             for key in keys:
                 txn.put("ns", key, b"v")
-        return _timed(start, 5 * N)
+        return _timed(start, 5 * n)
 
     return {"get-written": get_written, "get-loaded": get_loaded, "get-miss": get_miss, "prefetch": prefetch,
             "pallet-call": pallet_call, "nested": nested, "put-top": put_top}
@@ -131,12 +131,12 @@ def _timed(start: float, ops: int) -> int:
     return ops
 
 
-def worker() -> None:
+def worker(n: int = N) -> None:
     """Run every pattern once in this process; print {pattern: ops per CPU second} as JSON."""
     import state
 
     rates: dict[str, float | str] = {"state": state.__file__ or ""}
-    for name, pattern in _patterns().items():
+    for name, pattern in _patterns(n).items():
         ops = pattern()
         rates[name] = ops / max(_elapsed[-1], 1e-9)
     print(json.dumps(rates))
