@@ -112,6 +112,22 @@ class StateTransaction:
         loaded[key] = value
         return value
 
+    def get_many(self, namespace: str, keys: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The present values of ``keys`` as this transaction sees them (absent and deleted keys left out), with
+        at most one backend call: ``prefetch`` then ``get`` of each, without a method call per key."""
+        keys = list(keys)
+        self.prefetch(namespace, keys)
+        written = self._overlay.get(namespace, {})
+        loaded = self._loaded.get(namespace, {})
+        found: dict[bytes, bytes] = {}
+        for key in keys:
+            value = written.get(key, _MISSING)
+            if value is _MISSING:
+                value = loaded.get(key)
+            if value is not None:
+                found[key] = value  # type: ignore[assignment]
+        return found
+
     def contains(self, namespace: str, key: bytes) -> bool:
         return self.get(namespace, key) is not None
 

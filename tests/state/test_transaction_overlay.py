@@ -214,3 +214,18 @@ def test_commit_inside_an_atomic_section_is_refused() -> None:
             txn.commit()
     txn.put("a", b"1", b"z")
     assert txn.commit() == 1
+
+
+def test_get_many_sees_what_get_sees_with_one_backend_call() -> None:
+    backend = _seeded()
+    txn = StateTransaction(backend)
+    txn.put("a", b"3", b"written")
+    txn.delete("a", b"1")
+    keys = [b"1", b"2", b"3", b"", b"2"]
+    assert txn.get_many("a", keys) == {b"2": b"y", b"3": b"written"}
+    assert backend.stats.read_calls == 1
+    assert txn.get_many("a", keys) == {k: v for k in keys if (v := txn.get("a", k)) is not None}
+    assert backend.stats.read_calls == 1
+    txn.items("b")
+    assert txn.get_many("b", [b"", b"z"]) == {b"": b"x"}
+    assert backend.stats.read_calls == 1
