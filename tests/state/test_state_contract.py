@@ -4,11 +4,12 @@ Spark backend inside a real transformWithState."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import pytest
 
 from state import MemoryBackend, StateBackend, StateTransaction, TransactionClosedError
+from state.interface import Changes
 from state.spark import SparkStateBackend
 
 
@@ -67,6 +68,50 @@ def test_a_batch_of_reads_is_one_backend_call(backend: StateBackend) -> None:
     values = [reader.get("ns", bytes([i])) for i in range(100)]
     assert backend.stats.read_calls - before == 1
     assert values.count(b"x") == 50 and values.count(None) == 50
+
+
+class RecordingBackend:
+    """A backend wrapper keeping the keys of each read_many call (as lists, in the order they were asked)."""
+
+    def __init__(self, inner: StateBackend) -> None:
+        self.inner = inner
+        self.stats = inner.stats
+        self.reads: list[list[bytes]] = []
+
+    def read_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        self.reads.append(list(keys))
+        return self.inner.read_many(namespace, keys)
+
+    def scan(self, namespace: str) -> dict[bytes, bytes]:
+        return self.inner.scan(namespace)
+
+    def write_many(self, changes: Changes) -> None:
+        self.inner.write_many(changes)
+
+
+def test_prefetch_asks_once_for_each_key_not_yet_loaded_in_first_seen_order(backend: StateBackend) -> None:
+    txn = StateTransaction(backend)
+    txn.put("ns", b"a", b"1")
+    txn.put("ns", b"c", b"3")
+    txn.commit()
+    recording = RecordingBackend(backend)
+    reader = StateTransaction(recording)
+    assert reader.get("ns", b"c") == b"3"
+    reader.prefetch("ns", (key for key in [b"b", b"a", b"c", b"b", b"d", b"a"]))  # one pass over a generator
+    assert recording.reads == [[b"c"], [b"b", b"a", b"d"]]
+    reader.prefetch("ns", [b"a", b"b", b"d"])  # found and absent keys are both remembered: no call
+    assert [reader.get("ns", key) for key in [b"a", b"b", b"c", b"d"]] == [b"1", None, b"3", None]
+    assert len(recording.reads) == 2
+
+
+def test_read_many_returns_only_stored_keys_and_counts_their_bytes(backend: StateBackend) -> None:
+    backend.write_many({"ns": {b"a": b"12", b"b": b"345"}})
+    before = backend.stats.bytes_read
+    assert backend.read_many("ns", [b"a", b"x", b"b"]) == {b"a": b"12", b"b": b"345"}
+    assert backend.read_many("ns", [b"x"]) == {}
+    assert backend.read_many("empty", [b"a"]) == {}
+    if isinstance(backend, MemoryBackend):
+        assert backend.stats.bytes_read - before == 5
 
 
 def test_a_failed_atomic_section_leaves_no_write(backend: StateBackend) -> None:
