@@ -9,7 +9,9 @@ The patterns are the shapes the simulator profile shows (1.1 M get/put calls, 11
 - ``prefetch``: batches of 32 keys, then a get of each;
 - ``pallet-call``: a pallet call, ``atomic()`` around 3 gets and 2 puts, one in 20 failing;
 - ``nested``: an atomic section inside one, 2 puts in each;
-- ``put-top``: puts outside any section.
+- ``put-top``: puts outside any section;
+- ``commit``: transactions of 100 prefetched keys, 20 writes (10 restoring the loaded value, 5 deletes), then
+  ``commit`` (``pending_changes`` and one ``write_many``); counted in keys written.
 
 Each tree runs in a fresh process (``PYTHONPATH`` set to the tree); runs alternate baseline, ours, ...; the best
 of the runs per side is kept and the ratio baseline/ours is quoted (CPU via ``time.process_time``).
@@ -119,8 +121,28 @@ def _patterns(n: int = N) -> dict[str, Callable[[], int]]:
                 txn.put("ns", key, b"v")
         return _timed(start, 5 * n)
 
+    def commit() -> int:
+        backend = MemoryBackend()
+        backend.write_many({"ns": {key: b"v" * 32 for key in keys}})
+        elapsed = 0.0
+        for i in range(0, n, 100):
+            batch = keys[i:i + 100]
+            txn = StateTransaction(backend)
+            txn.prefetch("ns", batch)
+            start = time.process_time()
+            for key in batch[:10]:
+                txn.put("ns", key, b"v" * 32)  # restores the loaded value: dropped from the changes
+            for key in batch[10:15]:
+                txn.put("ns", key, b"w" * 32)
+            for key in batch[15:20]:
+                txn.delete("ns", key)
+            txn.commit()
+            elapsed += time.process_time() - start
+        _elapsed.append(elapsed)
+        return 20 * len(range(0, n, 100))
+
     return {"get-written": get_written, "get-loaded": get_loaded, "get-miss": get_miss, "prefetch": prefetch,
-            "pallet-call": pallet_call, "nested": nested, "put-top": put_top}
+            "pallet-call": pallet_call, "nested": nested, "put-top": put_top, "commit": commit}
 
 
 _elapsed: list[float] = []

@@ -43,6 +43,7 @@ class MemoryBackend:
 
     def write_many(self, changes: Changes) -> None:
         self.stats.write_calls += 1
+        written = 0  # summed locally, not through self.stats per key
         for namespace, entries in changes.items():
             stored = self._namespaces.setdefault(namespace, {})
             for key, value in entries.items():
@@ -50,9 +51,10 @@ class MemoryBackend:
                     stored.pop(key, None)
                 else:
                     stored[key] = value
-                    self.stats.bytes_written += len(value)
+                    written += len(value)
             if not stored:
                 del self._namespaces[namespace]
+        self.stats.bytes_written += written
 
     def namespaces(self) -> list[str]:
         """The non-empty namespaces, sorted (for inspection and tests)."""

@@ -10,7 +10,7 @@ import pytest
 from benchmarks import state_bench
 from state import MemoryBackend, StateTransaction
 
-EXPECTED = {"get-written", "get-loaded", "get-miss", "prefetch", "pallet-call", "nested", "put-top"}
+EXPECTED = {"get-written", "get-loaded", "get-miss", "prefetch", "pallet-call", "nested", "put-top", "commit"}
 
 
 def test_the_worker_reports_every_pattern_for_this_tree(capsys: pytest.CaptureFixture[str]) -> None:

@@ -114,6 +114,15 @@ def test_read_many_returns_only_stored_keys_and_counts_their_bytes(backend: Stat
         assert backend.stats.bytes_read - before == 5
 
 
+def test_memory_backend_counts_the_bytes_of_the_values_it_stores() -> None:
+    backend = MemoryBackend()
+    backend.write_many({"a": {b"k": b"12", b"gone": None}, "b": {b"k": b"345", b"j": b""}})
+    backend.write_many({"a": {b"k": None}})  # deletes write no bytes
+    assert backend.stats.bytes_written == 5
+    assert backend.stats.write_calls == 2
+    assert backend.namespaces() == ["b"]
+
+
 def test_a_failed_atomic_section_leaves_no_write(backend: StateBackend) -> None:
     txn = StateTransaction(backend)
     txn.put("ns", b"kept", b"1")
