@@ -6,7 +6,6 @@ pallet events and PoV metering."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
@@ -40,7 +39,7 @@ from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import OutputRecord, RelayView, SubscriberCallFailed
 
-__all__ = ["SubscriberStage", "ViewConflictError", "ViewProver", "live_nodes"]
+__all__ = ["SubscriberStage", "ViewConflictError", "live_nodes"]
 
 _CALL_NAMES = {EnablePublisher: "enable_publisher", ClearPublisherCache: "clear_publisher_cache"}
 
@@ -57,20 +56,6 @@ class ViewConflictError(StageError):
         self.number = number
         self.reason = reason
         self.detail = detail
-
-
-class ViewProver:
-    """A relay view as the collator's relay state: its root, and its nodes as the proof of any keys asked for
-    (they cover every subscribed key; the collator's pruning keeps only what the traversal reads)."""
-
-    __slots__ = ("nodes", "relay_root")
-
-    def __init__(self, view: RelayView) -> None:
-        self.relay_root = view.relay_root
-        self.nodes = list(view.nodes)
-
-    def prove(self, main_keys: Iterable[bytes] = (), child_keys: Mapping[int, Iterable[bytes]] | None = None) -> list[bytes]:
-        return self.nodes
 
 
 class SubscriberStage:
