@@ -543,10 +543,15 @@ class BlockAuthor:
             error = _kafka_error(exc)
             if error is None:
                 raise
+            if error.code() not in _FENCED_CODES and error.txn_requires_abort():
+                # A delivery error (a purged queue, say) may be the first sign of fencing: the abort then fails
+                # with the fencing error, which is the one to report.
+                try:
+                    producer.abort_transaction(_KAFKA_TIMEOUT)
+                except KafkaException as abort_exc:
+                    error = _kafka_error(abort_exc) or error
             if error.code() in _FENCED_CODES:
                 raise AuthorFenced(self.realm, number, error.str()) from exc
-            if error.txn_requires_abort():
-                producer.abort_transaction(_KAFKA_TIMEOUT)
             raise AuthorKafkaError(self.realm, f"writing block {number}", error.str()) from exc
 
     def close(self) -> None:

@@ -20,8 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from confluent_kafka import Producer
+
+from producers.author import AuthorFenced, BlockAuthor, transactional_id
 from producers.kafka_io import ProducedRecord, produce, read_topic, route_event_log
-from producers.topics import ensure_realm_topics
+from producers.topics import ensure_realm_topics, producer_config
 from producers.workload import LogBuilder, WorkloadSpec, generate, signer
 from pubsub_core.envelope import Envelope, KeyRegistry
 from pubsub_core.relay import BlockHeader, Genesis, InputRecord, canonical_json
@@ -223,6 +226,24 @@ def test_a_second_author_fences_the_first(kafka_settings: Settings, realm: str, 
     assert newer.process.poll() is None
     assert newer.interrupt() == 0
     check_chain(headers(kafka_settings, realm))
+
+
+def test_an_author_fenced_mid_block_raises_the_typed_error(kafka_settings: Settings, realm: str) -> None:
+    """In process: once a newer producer took the transactional id, the next block fails with ``AuthorFenced``,
+    whichever call notices first (produce, a purged delivery, the abort it triggers or the commit)."""
+    send_lines(kafka_settings, realm, without_blocks(next(generate(WorkloadSpec(seed=2, blocks=2, realm=realm)))))
+    author = BlockAuthor(kafka_settings, realm, AUTHOR_SEED)
+    try:
+        author.start(20)
+        first = author.write_block()
+        newer = Producer({**producer_config(kafka_settings), "transactional.id": transactional_id(realm)})
+        newer.init_transactions(30)
+        with pytest.raises(AuthorFenced) as raised:
+            author.write_block()
+        assert raised.value.number == first.header.number + 1
+    finally:
+        author.close()
+    assert [h.number for h in headers(kafka_settings, realm)] == [first.header.number]
 
 
 def one_para_log(realm: str) -> LogBuilder:
