@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
-from pubsub_core.codec.scale import ScaleReader, encode_compact
+from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_compact
 from pubsub_core.trie.node import Node, decode_node_cached
 from state.transaction import StateTransaction
 
@@ -120,12 +121,28 @@ def _encode_page(page: Mapping[str, bytes]) -> bytes:
 
 
 def _decode_page(data: bytes) -> dict[str, bytes]:
-    reader = ScaleReader(data)
+    """A page's nodes by relative path. By hand, replacing a ``ScaleReader`` loop: 0.66 against 1.26 us per page
+    of the trie benchmark (1.9x); with the cache below, 1.02x on the whole simulator benchmark."""
     page: dict[str, bytes] = {}
-    while reader.remaining():
-        rel = reader.take(reader.u8()).decode()
-        page[rel] = reader.bytes_vec()
+    pos, end = 0, len(data)
+    while pos < end:
+        rel_start = pos + 1
+        rel_end = rel_start + data[pos]
+        if rel_end > end:
+            raise ScaleDecodeError("trie page: truncated relative path", data, pos)
+        size, start = decode_compact(data, rel_end)
+        pos = start + size
+        if pos > end:
+            raise ScaleDecodeError("trie page: truncated node", data, start)
+        page[data[rel_start:rel_end].decode()] = data[start:pos]
     return page
+
+
+@lru_cache(maxsize=1 << 12)
+def _decode_page_cached(data: bytes) -> Mapping[str, bytes]:
+    """``_decode_page`` remembered for the last 4,096 distinct pages (callers copy before changing a page): a
+    relay block and the views after it open new transactions over the same stored pages."""
+    return _decode_page(data)
 
 
 class StateNodeStore:
@@ -166,7 +183,7 @@ class StateNodeStore:
         self._txn.prefetch(namespace, [pid.encode() for pid in missing])
         for pid in missing:
             raw = self._txn.get(namespace, pid.encode())
-            self._pages[pid] = {} if raw is None else _decode_page(raw)
+            self._pages[pid] = {} if raw is None else dict(_decode_page_cached(raw))
 
     def fetch(self, paths: Collection[str]) -> dict[str, Node]:
         self.stats.fetch_calls += 1
