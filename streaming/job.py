@@ -33,7 +33,7 @@ from streaming.pipeline import (
     seam_key,
     served_realms,
 )
-from streaming.settings import Settings, load_settings
+from streaming.settings import SEAM_MODES, Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -148,7 +148,7 @@ def run_job(
     settings, _broker = ensure_kafka(settings)
     realms = _realms_now(settings)
     ensure_outputs(settings, realms)
-    config = load_protocol_config(settings.protocol_config)
+    config = load_protocol_config(settings.protocol_config, settings.seam)
     key = seam_key(settings)
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
     started = time.monotonic()
@@ -247,6 +247,9 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve only this realm (repeatable; default: every realm, also those that appear later)")
     parser.add_argument("--protocol-config", type=Path, metavar="FILE",
                         help="protocol settings (JSON, as for `pubsub simulate --config`)")
+    parser.add_argument("--seam", choices=SEAM_MODES,
+                        help="what Stage R sends Stage S: delta (changed proof nodes, the default) or full (whole "
+                             "proofs, the checking mode); outputs are the same ($PUBSUB_SEAM)")
     parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: .runtime/checkpoints/pipeline)")
     parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
     parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
@@ -263,6 +266,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "spark_master": args.master,
             "realms": ",".join(args.realm) if args.realm else None,
             "protocol_config": args.protocol_config,
+            "seam": args.seam,
             "checkpoint_dir": args.checkpoint,
             "views_partitions": args.views_partitions,
             "trigger_seconds": args.trigger_seconds,

@@ -15,11 +15,12 @@ import os
 import re
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pubsub_core.stages import SimulatorConfig
+from pubsub_core.stages.config import Seam
 from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
 from streaming.settings import Settings
 
@@ -68,11 +69,11 @@ def seam_key(settings: Settings) -> bytes:
     return path.read_text().strip().encode()
 
 
-def load_protocol_config(path: Path | None) -> SimulatorConfig:
-    """The protocol settings file (the same JSON `pubsub simulate --config` reads), or the defaults."""
-    if path is None:
-        return SimulatorConfig()
-    return SimulatorConfig.from_json(json.loads(path.read_text()))
+def load_protocol_config(path: Path | None, seam: str | None = None) -> SimulatorConfig:
+    """The protocol settings file (the same JSON `pubsub simulate --config` reads), or the defaults; ``seam``
+    (``delta`` or ``full``) overrides the file's."""
+    config = SimulatorConfig() if path is None else SimulatorConfig.from_json(json.loads(path.read_text()))
+    return config if seam is None else replace(config, seam=Seam(seam))
 
 
 def _source(spark: SparkSession, settings: Settings, pattern: str) -> DataFrame:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pubsub_core.stages.config import Seam
 from streaming.errors import SettingsError
 from streaming.paths import runtime_dir
 
@@ -24,6 +25,7 @@ __all__ = ["ENV_PREFIX", "Secret", "Settings", "load_settings"]
 ENV_PREFIX = "PUBSUB_"
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SEAM_MODES = tuple(mode.value for mode in Seam)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Settings:
     """Key of the MAC on seam records; None: generated once and kept in the checkpoint folder."""
     protocol_config: Path | None = None
     """JSON protocol settings (docs/simulator.md, "Configuration"), the same file `pubsub simulate --config` takes."""
+    seam: str | None = None
+    """What Stage R sends Stage S: ``delta`` (changed nodes) or ``full`` (whole proofs, the checking mode); None:
+    the protocol settings' ``seam``. The outputs are the same either way."""
 
     def __post_init__(self) -> None:
         if not _TOPIC.match(self.topic("x")):
@@ -87,6 +92,8 @@ class Settings:
                 raise SettingsError(name, getattr(self, name), "settings", "must be at least 1")
         if self.trigger_seconds <= 0:
             raise SettingsError("trigger_seconds", self.trigger_seconds, "settings", "must be positive")
+        if self.seam is not None and self.seam not in SEAM_MODES:
+            raise SettingsError("seam", self.seam, "settings", f"one of {SEAM_MODES}")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
             raise SettingsError("max_offsets_per_trigger", self.max_offsets_per_trigger, "settings", "must be >= 1")
 

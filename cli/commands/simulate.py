@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -19,6 +20,7 @@ from rich.table import Table
 from cli.commands.common import console
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord, SimulatorConfig
+from pubsub_core.stages.config import Seam
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
 
 
@@ -44,6 +46,11 @@ def register(subparsers: Any) -> None:
         "--relay-proofs", action="store_true",
         help="also write each subscriber's per-block relay view (<realm>.relay-proofs), what Stage R hands Stage S",
     )
+    parser.add_argument(
+        "--seam", choices=[mode.value for mode in Seam],
+        help="what Stage R hands Stage S: delta (changed proof nodes) or full (whole proofs, the checking mode); "
+             "default: the config's seam, else delta. The outputs are the same either way",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     parser.set_defaults(func=run)
 
@@ -58,6 +65,8 @@ def load_config(path: Path | None) -> SimulatorConfig:
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
+        if args.seam is not None:
+            config = replace(config, seam=Seam(args.seam))
     except (OSError, json.JSONDecodeError, ConfigError) as exc:
         console.print(f"[red]Cannot read the config {args.config}:[/] {exc}")
         return 2

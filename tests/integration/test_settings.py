@@ -57,3 +57,19 @@ def test_an_unknown_key_in_the_file_names_the_file(tmp_path: Path) -> None:
     config.write_text("typo_setting = 1\n")
     with pytest.raises(SettingsError, match="bad.toml"):
         load_settings(config_file=config, environ={})
+
+
+def test_the_seam_comes_from_the_environment_or_a_flag_and_overrides_the_protocol_file(tmp_path: Path) -> None:
+    from pubsub_core.stages.config import Seam
+    from streaming.pipeline import load_protocol_config
+
+    protocol = tmp_path / "protocol.json"
+    protocol.write_text('{"seam": "full"}')
+    assert load_settings(environ={}).seam is None
+    assert load_protocol_config(protocol, None).seam is Seam.FULL  # no setting: the file's
+    from_env = load_settings(environ={"PUBSUB_SEAM": "delta"})
+    assert load_protocol_config(protocol, from_env.seam).seam is Seam.DELTA
+    assert load_settings(overrides={"seam": "full"}, environ={"PUBSUB_SEAM": "delta"}).seam == "full"
+    with pytest.raises(SettingsError) as refused:
+        load_settings(environ={"PUBSUB_SEAM": "partial"})
+    assert refused.value.name == "seam" and "delta" in refused.value.reason

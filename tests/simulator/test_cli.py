@@ -87,3 +87,30 @@ def test_simulate_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     assert main(["simulate", "-", "--quiet"]) == 0
     lines = (EXAMPLES / "minimal.jsonl").read_text().splitlines()
     assert capsys.readouterr().out.splitlines() == [record.to_line() for record in simulate(lines)]
+
+
+def test_simulate_seam_flag_changes_the_views_not_the_outputs(tmp_path: Path) -> None:
+    """`--seam full` sends whole proofs in every relay view, `--seam delta` only the first view of a subscriber;
+    every other output line is the same, and a later view's delta is smaller than the full proof."""
+    outs = {}
+    for mode in ("delta", "full"):
+        out = tmp_path / f"{mode}.jsonl"
+        assert main(["simulate", str(EXAMPLES / "small.jsonl"), "--relay-proofs", "--seam", mode, "-o", str(out),
+                     "--quiet"]) == 0
+        outs[mode] = [json.loads(line) for line in out.read_text().splitlines()]
+    views = {mode: {r["id"]: r["value"] for r in lines if r["topic"].endswith(".relay-proofs")}
+             for mode, lines in outs.items()}
+    others = {mode: [r for r in lines if not r["topic"].endswith(".relay-proofs")] for mode, lines in outs.items()}
+    assert others["delta"] == others["full"] and others["full"]
+    assert views["delta"].keys() == views["full"].keys()
+    assert all(view["full"] for view in views["full"].values())
+    later = [i for i, view in views["delta"].items() if not view["full"]]
+    assert later and all(len(views["delta"][i]["nodes"]) <= len(views["full"][i]["nodes"]) for i in later)
+    assert sum(len(views["delta"][i]["nodes"]) for i in later) < sum(len(views["full"][i]["nodes"]) for i in later)
+
+
+def test_simulate_refuses_an_unknown_seam(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", str(EXAMPLES / "small.jsonl"), "--seam", "partial"])
+    assert exited.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
