@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -22,7 +23,7 @@ from pubsub_core.stages import ConfigError, OutputRecord, RelayView, SimulatorCo
 from pubsub_core.stages.config import Seam
 from pubsub_core.stages.records import MalformedViewError
 from pubsub_core.stages.subscriber_stage import _RelayMirror, live_nodes
-from pubsub_core.subscriber import declared_subscriptions
+from pubsub_core.subscriber import SubscriberConfig, declared_subscriptions
 from pubsub_core.subscriber.engine import Subscriptions
 from pubsub_core.subscriber.calls import ClearPublisherCache, EnablePublisher, GovernanceCall, SetSubscriptions
 from state import StateTransaction
@@ -284,3 +285,25 @@ def test_the_metering_seam_table_on_a_small_workload() -> None:
         assert row.delta_bytes == row.changed_bytes
         assert 0 < row.delta_bytes < row.full_bytes and row.delta_record < row.full_record
     assert "raw proof-node bytes" in seam_markdown(work, rows)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_subscriber_disabling_a_publisher_itself_gives_the_same_outputs_in_both_seams(depth: int) -> None:
+    """MaxTrieDepth below the tries' depth: the subscriber disables publishers itself (and governance re-enables
+    one at block 14 of the churn log, which disables it again); the delta seam still gives the full seam's
+    outputs, and each delta view is still P_n minus P_{n-1}."""
+    shallow = SubscriberConfig(max_trie_depth=depth)
+    lines = churn()
+    delta = run(lines, replace(DELTA, subscriber=shallow))
+    full = run(lines, replace(FULL, subscriber=shallow))
+    assert lines_of(delta) == lines_of(full)
+    disabled = [r for r in delta if r.topic.endswith(".events") and "PublisherDisabled" in r.to_line()]
+    assert disabled, "the shallow MaxTrieDepth must disable a publisher"
+    assert lines_of(delta) != lines_of(run(lines, DELTA))  # the depth limit changed what was delivered
+    full_views = [RelayView.from_json(r.value) for r in full if r.topic.endswith(".relay-proofs")]
+    delta_views = [RelayView.from_json(r.value) for r in delta if r.topic.endswith(".relay-proofs")]
+    previous: dict[int, set[bytes]] = {}
+    for whole, part in zip(full_views, delta_views, strict=True):
+        if whole.subscriber in previous:
+            assert set(part.nodes) == set(whole.nodes) - previous[whole.subscriber]
+        previous[whole.subscriber] = set(whole.nodes)
