@@ -50,7 +50,7 @@ from pubsub_core.stages.config import Seam, SimulatorConfig
 from pubsub_core.stages.errors import StageError
 from pubsub_core.stages.ingest import short
 from pubsub_core.subscriber.errors import SubscriberCallError
-from pubsub_core.stages.view_paths import Affected, Entries, PathProver
+from pubsub_core.stages.view_paths import Entries, PathProver, affected_prefixes, is_affected
 from pubsub_core.trie import RelayTries
 from pubsub_core.trie.child import prefixed_child_storage_key
 from pubsub_core.stages.records import (
@@ -360,13 +360,14 @@ class RelayStage:
                 changed = block.changed(tag)
                 if changed is None:
                     continue  # the trie did not change: its entries stay, all in P_{n-1}
+                prefixes, modified = changed
                 kept: dict[bytes, bytes] = {}
                 for position, node_hash in book.sent_section(subscriber, tag).items():
-                    if position in changed:
+                    if is_affected(position, prefixes, modified):
                         _uncount(counts, node_hash)
                     else:
                         kept[position] = node_hash
-                for position, (node_hash, node) in block.entries(tag, keys, changed).items():
+                for position, (node_hash, node) in block.entries(tag, keys, prefixes, modified).items():
                     counts[node_hash] = counts.get(node_hash, 0) + 1
                     fresh.append((node_hash, node))
                     kept[position] = node_hash
@@ -377,7 +378,7 @@ class RelayStage:
                     book.set_sent_section(subscriber, tag, {})
             counts = {}
             for tag in tags:
-                entries = block.entries(tag, keys, None)
+                entries = block.entries(tag, keys, None, ())
                 for node_hash, node in entries.values():
                     counts[node_hash] = counts.get(node_hash, 0) + 1
                     fresh.append((node_hash, node))
@@ -429,32 +430,28 @@ def _uncount(counts: dict[bytes, int], node_hash: bytes) -> None:
 
 class _BlockPaths:
     """One block's relay tries as the views read them: a prover per trie (shared by the subscribers) and,
-    when the block's modified child keys are known, the positions it affected in each changed trie."""
+    when the block's modified child keys are known, each changed trie's affected prefixes."""
 
     def __init__(self, tries: RelayTries, modified: Mapping[int, Collection[bytes]] | None) -> None:
         self.tries = tries
         self.known = modified is not None
-        self._modified: dict[bytes, Collection[bytes]] = {}
+        self._changed: dict[bytes, tuple[frozenset[str], frozenset[bytes]]] = {}
         if modified is not None:
             paras = sorted(para for para, keys in modified.items() if keys)
-            if paras:
-                self._modified[_MAIN] = [prefixed_child_storage_key(para) for para in paras]
+            main = frozenset(prefixed_child_storage_key(para) for para in paras)
+            if main:
+                self._changed[_MAIN] = (affected_prefixes(main), main)
             for para in paras:
-                self._modified[_child_tag(para)] = modified[para]
-        self._affected: dict[bytes, Affected] = {}
+                child = frozenset(modified[para])
+                self._changed[_child_tag(para)] = (affected_prefixes(child), child)
         self._provers: dict[bytes, PathProver] = {}
 
-    def changed(self, tag: bytes) -> Affected | None:
-        """The positions the block affected in the trie; None when the block did not change it."""
-        affected = self._affected.get(tag)
-        if affected is None:
-            keys = self._modified.get(tag)
-            if keys is None:
-                return None
-            affected = self._affected[tag] = Affected(keys)
-        return affected
+    def changed(self, tag: bytes) -> tuple[frozenset[str], frozenset[bytes]] | None:
+        """The trie's affected prefixes and modified keys; None when the block did not change it."""
+        return self._changed.get(tag)
 
-    def entries(self, tag: bytes, keys: Mapping[int, Sequence[bytes]], affected: Affected | None) -> Entries:
+    def entries(self, tag: bytes, keys: Mapping[int, Sequence[bytes]], affected: frozenset[str] | None,
+                modified: Collection[bytes]) -> Entries:
         prover = self._provers.get(tag)
         if prover is None:
             if tag == _MAIN:
@@ -466,7 +463,7 @@ class _BlockPaths:
             wanted: Sequence[bytes] = [prefixed_child_storage_key(para) for para in keys]
         else:
             wanted = keys[int.from_bytes(tag[1:], "big")]
-        return prover.entries(wanted, affected)
+        return prover.entries(wanted, affected, modified)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,15 +18,14 @@ nodes of modified keys) can change, and they are what ``PathProver.entries(..., 
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable
 
 from pubsub_core.trie.errors import MissingNodeError
 from pubsub_core.trie.layout import HASH_LEN
 from pubsub_core.trie.node import Node, nibble_index
 from pubsub_core.trie.trie import Trie
 
-__all__ = ["Affected", "Entries", "PathProver"]
+__all__ = ["Entries", "PathProver", "affected_prefixes", "is_affected"]
 
 Entries = dict[bytes, tuple[bytes, bytes]]
 """Position (``b"n" + nibbles`` or ``b"v" + key``) -> (node hash, node bytes)."""
@@ -35,28 +34,21 @@ _EMPTY_NODE = b"\x00"
 """The encoded empty trie: the one node the proof of any key in an empty (main) trie holds."""
 
 
-class Affected:
-    """The positions a block's modified keys (of one trie) affect: p is affected iff it is the root's ("") or
-    p[:-1] is a prefix of a modified key (a binary search over the keys' sorted nibble strings)."""
+def affected_prefixes(modified: Iterable[bytes]) -> frozenset[str]:
+    """Every nibble prefix (the empty one included) of the modified keys: position p is affected iff p is the
+    root's ("") or p[:-1] is in this set."""
+    prefixes: set[str] = set()
+    for key in modified:
+        nibbles = key.hex()
+        prefixes.update(nibbles[:i] for i in range(len(nibbles) + 1))
+    return frozenset(prefixes)
 
-    __slots__ = ("_nibbles", "modified")
 
-    def __init__(self, modified: Iterable[bytes]) -> None:
-        self.modified = frozenset(modified)
-        self._nibbles = sorted(key.hex() for key in self.modified)
-
-    def prefixes(self, nibbles: str) -> bool:
-        """Whether ``nibbles`` is a prefix of some modified key."""
-        keys = self._nibbles
-        index = bisect_left(keys, nibbles)
-        return index < len(keys) and keys[index].startswith(nibbles)
-
-    def __contains__(self, position: object) -> bool:
-        """Whether the entry at ``position`` (``b"n" + nibbles`` or ``b"v" + key``) may differ after the block."""
-        assert isinstance(position, bytes)
-        if position[:1] == b"v":
-            return position[1:] in self.modified
-        return len(position) == 1 or self.prefixes(position[1:-1].decode())
+def is_affected(position: bytes, prefixes: Collection[str], modified: Collection[bytes]) -> bool:
+    """Whether the entry at ``position`` may differ after the block whose modified keys gave ``prefixes``."""
+    if position[:1] == b"v":
+        return position[1:] in modified
+    return len(position) == 1 or position[1:-1].decode() in prefixes
 
 
 class PathProver:
@@ -73,55 +65,55 @@ class PathProver:
         self._nodes: dict[str, Node] = {}
         self._values: dict[bytes, bytes] = {}
 
-    def entries(self, keys: Sequence[bytes], affected: Affected | None = None) -> Entries:
+    def entries(self, keys: Iterable[bytes], affected: Collection[str] | None = None,
+                modified: Collection[bytes] = ()) -> Entries:
         """The entries of the proof of ``keys``: all of them (``affected`` None: as many distinct node bytes as
-        ``Trie.prove(keys)`` gives), or only those at affected positions and the value nodes of modified keys.
-        The keys are followed together, level by level, so the nodes not yet loaded take one store call per
-        level."""
+        ``Trie.prove(keys)`` gives), or only those at affected positions (p == "" or p[:-1] in ``affected``)
+        and the value nodes of ``modified`` keys."""
         trie = self.trie
         root = trie.root_node
         out: Entries = {}
         if root is None:
-            if self.empty_node and keys:
+            if self.empty_node and any(True for _ in keys):
                 out[b"n"] = (trie.layout.hasher(_EMPTY_NODE), _EMPTY_NODE)
             return out
-        if keys:
-            out[b"n"] = (trie.root, root.encoded)
+        root_entry = (trie.root, root.encoded)
         nodes = self._nodes
         hashed: list[tuple[bytes, bytes]] = []
-        frontier = [(key, key.hex(), root, 0) for key in dict.fromkeys(keys)]
-        while frontier:
-            following: list[tuple[bytes, str, str, bytes, int]] = []  # key, nibbles, child path, ref, depth
-            for key, nibbles, node, depth in frontier:
+        for key in keys:
+            out[b"n"] = root_entry
+            nibbles = key.hex()
+            node = root
+            depth = 0
+            while True:
                 partial = node.partial
                 if not nibbles.startswith(partial, depth):
-                    continue
+                    break
                 end = depth + len(partial)
                 if end == len(nibbles):
-                    if node.value_hashed and node.value is not None and (affected is None or key in affected.modified):
+                    if node.value_hashed and node.value is not None and (affected is None or key in modified):
                         hashed.append((key, node.value))
-                    continue
+                    break
                 children = node.children
                 if children is None:
-                    continue
+                    break
                 ref = children[nibble_index[nibbles[end]]]
                 # An inline child (under 32 bytes) holds neither hash references nor a value hash: nothing
                 # below it is a proof node.
                 if ref is None or len(ref) < HASH_LEN:
-                    continue
-                if affected is not None and not affected.prefixes(nibbles[:end]):
-                    continue  # unaffected: this child and everything below it are as they were
-                following.append((key, nibbles, nibbles[: end + 1], ref, end + 1))
-            missing = {path for _, _, path, _, _ in following if path not in nodes}
-            if missing:
-                nodes.update(trie.store.fetch(missing))
-            frontier = []
-            for key, nibbles, path, ref, depth in following:
+                    break
+                if affected is not None and nibbles[:end] not in affected:
+                    break  # unaffected: this node and everything below it are as they were
+                path = nibbles[: end + 1]
                 child = nodes.get(path)
                 if child is None:
-                    raise MissingNodeError(ref, trie.root, key)
+                    child = trie.store.get(path)
+                    if child is None:
+                        raise MissingNodeError(ref, trie.root, key)
+                    nodes[path] = child
                 out[b"n" + path.encode()] = (ref, child.encoded)
-                frontier.append((key, nibbles, child, depth))
+                node = child
+                depth = end + 1
         if hashed:
             values = self._values
             wanted = [k for k, _ in hashed if k not in values]
