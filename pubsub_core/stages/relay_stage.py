@@ -15,13 +15,10 @@ order. Pure apart from the state backend it owns, which holds everything it keep
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from state import MemoryBackend, StateBackend, StateTransaction
-from state.interface import BackendStats, Changes
-
-from pubsub_core.broadcaster.pallet import CHILD_NAMESPACE, split_child_data_key
 
 from pubsub_core.envelope import Unauthenticated
 from pubsub_core.hashing import blake2_256
@@ -50,9 +47,6 @@ from pubsub_core.stages.config import Seam, SimulatorConfig
 from pubsub_core.stages.errors import StageError
 from pubsub_core.stages.ingest import short
 from pubsub_core.subscriber.errors import SubscriberCallError
-from pubsub_core.stages.view_paths import Entries, PathProver, affected_prefixes, is_affected
-from pubsub_core.trie import RelayTries
-from pubsub_core.trie.child import prefixed_child_storage_key
 from pubsub_core.stages.records import (
     INPUT_STREAMS,
     GenesisRecord,
@@ -63,7 +57,7 @@ from pubsub_core.stages.records import (
     SubscriberCallFailed,
 )
 
-__all__ = ["RelayStage", "RelayStep", "full_view_nodes", "proof_delta"]
+__all__ = ["RelayStage", "RelayStep", "proof_delta"]
 
 @dataclass(frozen=True, slots=True)
 class RelayStep:
@@ -259,9 +253,8 @@ class RelayStage:
         for stream, origin, last in header.manifest:
             first = book.included(stream, origin) + 1
             records += [r for p in range(first, last + 1) if (r := book.buffered_at(stream, origin, p)) is not None]
-        recorder = _ChangeRecorder(self.backend)
         try:
-            result = machine.apply_block(recorder, RelayBlock(header, tuple(records)))
+            result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)))
         except RelayError as exc:
             rejection = self._outcome(f"block/{log_id}", key, SimOutcome(
                 header.number, block.record_id, "rejected", type(exc).__name__, str(exc)))
@@ -269,10 +262,9 @@ class RelayStage:
         for record in records:
             book.unbuffer(record)
             book.set_included(record.stream, record.origin, record.position)
-        return self._step(book, header, result, {r.record_id: r.origin for r in records}, recorder.child_keys())
+        return self._step(book, header, result, {r.record_id: r.origin for r in records})
 
-    def _step(self, book: _Book, header: BlockHeader, result: BlockResult, origins: dict[str, str],
-              modified: Mapping[int, Collection[bytes]] | None = None) -> RelayStep:
+    def _step(self, book: _Book, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
         """Stage R's output records for an applied block, its views, then the block's subscription changes
         (they apply after the block's proof, so the views still use the previous subscriptions)."""
         realm, number = self.realm, header.number
@@ -299,21 +291,15 @@ class RelayStage:
             if isinstance(call, SetSubscriptions):
                 changes.append((subscriber, call))
         out.append(OutputRecord(f"{realm}.seals", str(number), f"seal/{number}", result.seal.to_json()))
-        views = self._views(book, header, result.seal.relay_root, book.subscriptions(), calls, modified)
+        views = self._views(book, header, result.seal.relay_root, book.subscriptions(), calls)
         for subscriber, change in changes:
             book.set_subscriptions(subscriber, change)
         return RelayStep(number, tuple(out), views)
 
     def _views(self, book: _Book, header: BlockHeader, relay_root: bytes,
                declared: dict[int, dict[int, tuple[bytes, ...]]],
-               calls: dict[int, list[ForwardedCall]],
-               modified: Mapping[int, Collection[bytes]] | None = None) -> tuple[RelayView, ...]:
-        """Each subscriber's view of the state after this block (the relay parent of its next block).
-
-        ``modified``: the child-trie keys this block wrote, per para (None: unknown, every view is computed in
-        full). With it, a subscriber whose declared keys are those of its previous view, which was of the
-        previous block, gets its delta from the proof entries at the positions the block affected (see
-        ``view_paths``): its nodes elsewhere are those of its previous proof, which the delta leaves out."""
+               calls: dict[int, list[ForwardedCall]]) -> tuple[RelayView, ...]:
+        """Each subscriber's view of the state after this block (the relay parent of its next block)."""
         subscribers = sorted(set(declared) | set(calls))
         if not subscribers:
             return ()
@@ -322,11 +308,11 @@ class RelayStage:
             tries = relay_tries(txn)
             if tries.relay_root != relay_root:
                 raise StageError(f"block {header.number}: the stored relay tries do not give the sealed root")
-            block = _BlockPaths(tries, modified)
             views = []
             for subscriber in subscribers:
                 keys = declared.get(subscriber, {})
-                sent, full = self._seam_nodes(book, subscriber, header.number, keys, block)
+                nodes = tries.prove(child_keys={para: list(k) for para, k in keys.items()})
+                sent, full = self._seam_nodes(book, subscriber, nodes)
                 pending = pending_inbound(txn, subscriber, header.number)
                 views.append(RelayView(
                     self.realm, subscriber, header.number, header.hash, relay_root, header.max_pov_size,
@@ -338,179 +324,17 @@ class RelayStage:
             txn.rollback()
         return tuple(views)
 
-    def _seam_nodes(self, book: _Book, subscriber: int, number: int, keys: Mapping[int, Sequence[bytes]],
-                    block: _BlockPaths) -> tuple[tuple[bytes, ...], bool]:
+
+    def _seam_nodes(self, book: _Book, subscriber: int, proof: list[bytes]) -> tuple[tuple[bytes, ...], bool]:
         """What a view carries of the proof P_n (sorted): all of it (``full``) for a subscriber's first view
-        and under ``seam: "full"``; otherwise the nodes not in its previous view's P_{n-1}. Remembers P_n
-        (its entries by position, its hashes counted) either way, so the next view can be a delta whatever
-        this one was.
-
-        Replaces building every subscriber's full proof every block (``full_view_nodes``, 1.19 s of 1.37 s
-        profiled ``_views`` on the simulator workload): only the entries at affected positions are walked,
-        each trie node loaded once per block for all subscribers, and no node is hashed."""
-        digest = _keys_digest(keys)
-        previous = book.sent_state(subscriber)
-        tags = [_MAIN] + [_child_tag(para) for para in sorted(keys)]
-        cheap = (previous is not None and block.known and self.config.seam is Seam.DELTA
-                 and previous.digest == digest and book.last_view(subscriber) == number - 1)
-        counts = dict(previous.counts) if previous is not None else {}
-        fresh: list[tuple[bytes, bytes]] = []  # (hash, node) of the entries this view (re)computed
-        if cheap:
-            for tag in tags:
-                changed = block.changed(tag)
-                if changed is None:
-                    continue  # the trie did not change: its entries stay, all in P_{n-1}
-                prefixes, modified = changed
-                kept: dict[bytes, bytes] = {}
-                for position, node_hash in book.sent_section(subscriber, tag).items():
-                    if is_affected(position, prefixes, modified):
-                        _uncount(counts, node_hash)
-                    else:
-                        kept[position] = node_hash
-                for position, (node_hash, node) in block.entries(tag, keys, prefixes, modified).items():
-                    counts[node_hash] = counts.get(node_hash, 0) + 1
-                    fresh.append((node_hash, node))
-                    kept[position] = node_hash
-                book.set_sent_section(subscriber, tag, kept)
-        else:
-            if previous is not None:
-                for tag in previous.tags:
-                    book.set_sent_section(subscriber, tag, {})
-            counts = {}
-            for tag in tags:
-                entries = block.entries(tag, keys, None, ())
-                for node_hash, node in entries.values():
-                    counts[node_hash] = counts.get(node_hash, 0) + 1
-                    fresh.append((node_hash, node))
-                book.set_sent_section(subscriber, tag, {p: h for p, (h, _) in entries.items()})
-        book.set_sent_state(subscriber, _SentState(digest, tuple(tags), counts))
+        and under ``seam: "full"``; otherwise the nodes not in its previous view's P_{n-1}. Remembers P_n's
+        hashes either way, so the next view can be a delta whatever this one was."""
+        hashes = [blake2_256(node) for node in proof]
+        previous = book.sent_nodes(subscriber)
+        book.set_sent_nodes(subscriber, hashes)
         if previous is None or self.config.seam is Seam.FULL:
-            return tuple(sorted({node for _, node in fresh})), True
-        before = previous.counts
-        return tuple(sorted({node for node_hash, node in fresh if node_hash not in before})), False
-
-
-def full_view_nodes(tries: RelayTries, keys: Mapping[int, Sequence[bytes]],
-                    previous: Collection[bytes] | None) -> tuple[bytes, ...]:
-    """The reference computation of a view's nodes (what ``_seam_nodes`` replaced, kept for the tests): the
-    full proof P_n of the declared keys, whole when there is no previous view, else its nodes whose hash is
-    not in ``previous`` (P_{n-1}'s hashes)."""
-    proof = tries.prove(child_keys={para: list(k) for para, k in keys.items()})
-    if previous is None:
-        return tuple(proof)
-    return proof_delta(proof, [blake2_256(node) for node in proof], previous)
-
-
-_MAIN = b"\x00" * 5
-"""The main trie's tag in ``simulator.SentPaths`` keys; a child trie's is ``b"\x01" + u32 BE para``."""
-
-
-def _child_tag(para: int) -> bytes:
-    return b"\x01" + para.to_bytes(4, "big")
-
-
-def _keys_digest(keys: Mapping[int, Sequence[bytes]]) -> bytes:
-    """Blake2-256 of the declared keys (paras ascending, each para's distinct keys sorted): whether a view
-    proves the same keys as the previous one."""
-    parts = []
-    for para in sorted(keys):
-        distinct = sorted(set(keys[para]))
-        parts.append(para.to_bytes(4, "big") + len(distinct).to_bytes(4, "big"))
-        parts += [len(k).to_bytes(4, "big") + k for k in distinct]
-    return blake2_256(b"".join(parts))
-
-
-def _uncount(counts: dict[bytes, int], node_hash: bytes) -> None:
-    left = counts[node_hash] - 1
-    if left:
-        counts[node_hash] = left
-    else:
-        del counts[node_hash]
-
-
-class _BlockPaths:
-    """One block's relay tries as the views read them: a prover per trie (shared by the subscribers) and,
-    when the block's modified child keys are known, each changed trie's affected prefixes."""
-
-    def __init__(self, tries: RelayTries, modified: Mapping[int, Collection[bytes]] | None) -> None:
-        self.tries = tries
-        self.known = modified is not None
-        self._changed: dict[bytes, tuple[frozenset[str], frozenset[bytes]]] = {}
-        if modified is not None:
-            paras = sorted(para for para, keys in modified.items() if keys)
-            main = frozenset(prefixed_child_storage_key(para) for para in paras)
-            if main:
-                self._changed[_MAIN] = (affected_prefixes(main), main)
-            for para in paras:
-                child = frozenset(modified[para])
-                self._changed[_child_tag(para)] = (affected_prefixes(child), child)
-        self._provers: dict[bytes, PathProver] = {}
-
-    def changed(self, tag: bytes) -> tuple[frozenset[str], frozenset[bytes]] | None:
-        """The trie's affected prefixes and modified keys; None when the block did not change it."""
-        return self._changed.get(tag)
-
-    def entries(self, tag: bytes, keys: Mapping[int, Sequence[bytes]], affected: frozenset[str] | None,
-                modified: Collection[bytes]) -> Entries:
-        prover = self._provers.get(tag)
-        if prover is None:
-            if tag == _MAIN:
-                prover = PathProver(self.tries.main, empty_node=True)
-            else:
-                prover = PathProver(self.tries.child(int.from_bytes(tag[1:], "big")), empty_node=False)
-            self._provers[tag] = prover
-        if tag == _MAIN:
-            wanted: Sequence[bytes] = [prefixed_child_storage_key(para) for para in keys]
-        else:
-            wanted = keys[int.from_bytes(tag[1:], "big")]
-        return prover.entries(wanted, affected, modified)
-
-
-@dataclass(frozen=True, slots=True)
-class _SentState:
-    """A subscriber's latest view's proof P_n in summary: the digest of the keys it proved, the tries it
-    covered (their entries are in ``simulator.SentPaths``), and how many entries have each node hash."""
-
-    digest: bytes
-    tags: tuple[bytes, ...]
-    counts: dict[bytes, int]
-
-    def encode(self) -> bytes:
-        head = self.digest + len(self.tags).to_bytes(2, "big") + b"".join(self.tags)
-        return head + b"".join(h + self.counts[h].to_bytes(4, "big") for h in sorted(self.counts))
-
-    @classmethod
-    def decode(cls, raw: bytes) -> _SentState:
-        count = int.from_bytes(raw[32:34], "big")
-        tags = tuple(raw[34 + 5 * i: 39 + 5 * i] for i in range(count))
-        start = 34 + 5 * count
-        counts = {raw[i:i + 32]: int.from_bytes(raw[i + 32:i + 36], "big") for i in range(start, len(raw), 36)}
-        return cls(raw[:32], tags, counts)
-
-
-class _ChangeRecorder:
-    """A state backend that forwards to another and remembers the child-trie entries written through it: the
-    keys a block modified (the block machine writes them in its one commit, as its ``_roots`` applied them)."""
-
-    def __init__(self, backend: StateBackend) -> None:
-        self._backend = backend
-        self.stats: BackendStats = backend.stats
-        self._child: dict[int, set[bytes]] = {}
-
-    def read_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
-        return self._backend.read_many(namespace, keys)
-
-    def scan(self, namespace: str) -> dict[bytes, bytes]:
-        return self._backend.scan(namespace)
-
-    def write_many(self, changes: Changes) -> None:
-        for raw_key in changes.get(CHILD_NAMESPACE, {}):
-            para, key = split_child_data_key(raw_key)
-            self._child.setdefault(para, set()).add(key)
-        self._backend.write_many(changes)
-
-    def child_keys(self) -> dict[int, frozenset[bytes]]:
-        return {para: frozenset(keys) for para, keys in self._child.items()}
+            return tuple(proof), True
+        return proof_delta(proof, hashes, previous), False
 
 
 def proof_delta(proof: Sequence[bytes], hashes: Sequence[bytes], previous: Collection[bytes]) -> tuple[bytes, ...]:
@@ -535,10 +359,7 @@ class _Book:
     WAITING = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
     SUBSCRIPTIONS = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
     LAST_VIEW = "simulator.LastView"  # u32 BE subscriber -> u64 BE block of its latest view
-    SENT_NODES = "simulator.SentNodes"  # u32 BE subscriber -> its latest view's P_n in summary (_SentState):
-    # digest of the keys proved (32) ‖ u16 BE tag count ‖ tags (5 each) ‖ (node hash (32) ‖ u32 BE count)*, by hash
-    SENT_PATHS = "simulator.SentPaths"  # u32 BE subscriber ‖ tag -> that trie's P_n entries, by position:
-    # (u16 BE position length ‖ position ‖ node hash (32))*; position b"n" + nibbles or b"v" + key
+    SENT_NODES = "simulator.SentNodes"  # u32 BE subscriber -> its latest view's P_n: 32-byte hashes, sorted
 
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn
@@ -640,36 +461,11 @@ class _Book:
 
     def sent_nodes(self, subscriber: int) -> set[bytes] | None:
         """The node hashes of the proof in the subscriber's latest view (None before its first view)."""
-        state = self.sent_state(subscriber)
-        return None if state is None else set(state.counts)
-
-    def sent_state(self, subscriber: int) -> _SentState | None:
         raw = self.txn.get(self.SENT_NODES, subscriber.to_bytes(4, "big"))
-        return None if raw is None else _SentState.decode(raw)
+        return None if raw is None else {raw[i:i + 32] for i in range(0, len(raw), 32)}
 
-    def set_sent_state(self, subscriber: int, state: _SentState) -> None:
-        self.txn.put(self.SENT_NODES, subscriber.to_bytes(4, "big"), state.encode())
-
-    def sent_section(self, subscriber: int, tag: bytes) -> dict[bytes, bytes]:
-        """One trie's entries of the subscriber's latest proof: position -> node hash."""
-        raw = self.txn.get(self.SENT_PATHS, subscriber.to_bytes(4, "big") + tag)
-        entries: dict[bytes, bytes] = {}
-        if raw is None:
-            return entries
-        offset = 0
-        while offset < len(raw):
-            end = offset + 2 + int.from_bytes(raw[offset:offset + 2], "big")
-            entries[raw[offset + 2:end]] = raw[end:end + 32]
-            offset = end + 32
-        return entries
-
-    def set_sent_section(self, subscriber: int, tag: bytes, entries: Mapping[bytes, bytes]) -> None:
-        key = subscriber.to_bytes(4, "big") + tag
-        if not entries:
-            self.txn.delete(self.SENT_PATHS, key)
-            return
-        self.txn.put(self.SENT_PATHS, key, b"".join(
-            len(p).to_bytes(2, "big") + p + entries[p] for p in sorted(entries)))
+    def set_sent_nodes(self, subscriber: int, hashes: list[bytes]) -> None:
+        self.txn.put(self.SENT_NODES, subscriber.to_bytes(4, "big"), b"".join(sorted(hashes)))
 
     def set_subscriptions(self, subscriber: int, call: SetSubscriptions) -> None:
         self.txn.put(self.SUBSCRIPTIONS, subscriber.to_bytes(4, "big"), call.encode())
