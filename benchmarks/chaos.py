@@ -47,10 +47,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Message
 
+from benchmarks.follow import TopicFollower
 from producers.live_run import WORKLOAD_AUTHOR_SEED
-from producers.topics import consumer_config, ensure_realm_topics
+from producers.topics import ensure_realm_topics
 from pubsub_core.stages.topics import topic
 from streaming.kafka_broker import EmbeddedKafka
 from streaming.paths import REPO_ROOT
@@ -183,13 +184,13 @@ def cmdline(pid: int) -> str:
 
 
 # -- what the realm's topics show -----------------------------------------------------------------------------
-class OutputTracker:
+class OutputTracker(TopicFollower):
     """Reads ``<realm>.blocks`` (read committed) and ``<realm>.pov`` from the beginning in a thread, surviving
     broker restarts; keeps the block head and, per subscriber, the highest block with a PoV record, with the
     local monotonic time each first appeared."""
 
     def __init__(self, settings: Settings, realm: str) -> None:
-        self.settings = settings
+        super().__init__(settings, [topic(realm, "blocks"), topic(realm, "pov")], f"chaos-tracker-{realm}")
         self.realm = realm
         self.lock = threading.Lock()
         self.head = 0
@@ -198,38 +199,9 @@ class OutputTracker:
         self.out_head = 0
         self.out_seen: dict[int, float] = {}
         """Block number -> when its first PoV record was seen."""
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name=f"tracker-{realm}")
 
-    def start(self) -> OutputTracker:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(15)
-
-    def _run(self) -> None:
-        config = consumer_config(self.settings, f"chaos-tracker-{uuid.uuid4().hex[:8]}")
-        consumer = Consumer({**config, "log_level": "0"})
-        try:
-            assigned = False
-            while not self._stop.is_set():
-                if not assigned:
-                    try:
-                        topics = consumer.list_topics(timeout=5).topics
-                        names = [topic(self.realm, "blocks"), topic(self.realm, "pov")]
-                        consumer.assign([TopicPartition(n, p, 0) for n in names for p in sorted(topics[n].partitions)])
-                        assigned = True
-                    except Exception:  # noqa: BLE001 - the broker may be down; try again
-                        time.sleep(1)
-                        continue
-                for message in consumer.consume(500, 0.3):
-                    if message.error() is not None:
-                        continue  # EOF or a transient error while the broker restarts
-                    self._take(message.topic(), message.value())
-        finally:
-            consumer.close()
+    def take(self, message: Message) -> None:
+        self._take(str(message.topic()), message.value())
 
     def _take(self, name: str, value: bytes | None) -> None:
         try:

@@ -41,12 +41,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Message, Producer
 
 from benchmarks.chaos import OutputTracker, Parts, cmdline, descendants, tail
+from benchmarks.follow import TopicFollower
 from producers.live import LiveSource, LiveSpec, read_resume_point
 from producers.live_run import WORKLOAD_AUTHOR_SEED
-from producers.topics import consumer_config, ensure_realm_topics, producer_config
+from producers.topics import ensure_realm_topics, producer_config
 from producers.workload import LogBuilder, WorkloadSpec, parse_ttl_mix
 from pubsub_core.relay import BroadcasterCall, CallKind
 from pubsub_core.stages import LineRouter, OutputRecord
@@ -114,47 +115,25 @@ def rocksdb_dirs(root: int) -> set[Path]:
     return found
 
 
-class EventCounter:
+class EventCounter(TopicFollower):
     """Counts pallet events of some kinds on ``<realm>.events`` (each record id once), in a thread."""
 
     KINDS = ("KeyExpired", "PublisherDeregistered", "PublisherRegistered", "DataPublished")
 
     def __init__(self, settings: Settings, realm: str) -> None:
-        self.settings, self.realm = settings, realm
+        super().__init__(settings, [topic(realm, "events")], f"soak-events-{realm}")
         self.counts: Counter[str] = Counter()
         self.seen: set[bytes] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> EventCounter:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(15)
-
-    def _run(self) -> None:
-        consumer = Consumer({**consumer_config(self.settings, f"soak-events-{uuid.uuid4().hex[:8]}"),
-                             "log_level": "0"})
-        try:
-            name = topic(self.realm, "events")
-            parts = consumer.list_topics(timeout=10).topics[name].partitions
-            consumer.assign([TopicPartition(name, p, 0) for p in sorted(parts)])
-            while not self._stop.is_set():
-                for message in consumer.consume(500, 0.3):
-                    if message.error() is not None:
-                        continue
-                    record_id = dict(message.headers() or ()).get("id")
-                    if record_id in self.seen:
-                        continue
-                    self.seen.add(record_id)
-                    text = (message.value() or b"").decode(errors="replace")
-                    for kind in self.KINDS:
-                        if f'"{kind}"' in text:
-                            self.counts[kind] += 1
-        finally:
-            consumer.close()
+    def take(self, message: Message) -> None:
+        record_id = dict(message.headers() or ()).get("id")
+        if record_id in self.seen:
+            return
+        self.seen.add(record_id)
+        text = (message.value() or b"").decode(errors="replace")
+        for kind in self.KINDS:
+            if f'"{kind}"' in text:
+                self.counts[kind] += 1
 
 
 class Churn:
@@ -444,16 +423,25 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks.soak", description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--rate", type=float, default=10.0, help="publishes per second")
-    parser.add_argument("--block-time", type=float, default=1.0)
-    parser.add_argument("--churn", type=float, default=60.0, help="seconds per deregister/register cycle")
-    parser.add_argument("--backlog", type=int, metavar="BLOCKS", help="run the backlog measurement instead")
-    parser.add_argument("--caps", default="none,2000,200", help="maxOffsetsPerTrigger values for --backlog")
-    parser.add_argument("--work", type=Path)
-    parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "soak.json")
-    parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "soak.png")
+    parser = argparse.ArgumentParser(
+        prog="benchmarks.soak", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\nSoak.")[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long the live run lasts (default: 10)")
+    parser.add_argument("--rate", type=float, default=10.0, help="publishes per second (default: 10)")
+    parser.add_argument("--block-time", type=float, default=1.0, metavar="SECONDS",
+                        help="the author's block time (default: 1)")
+    parser.add_argument("--churn", type=float, default=60.0, metavar="SECONDS",
+                        help="seconds per deregister/register cycle of a publisher (default: 60)")
+    parser.add_argument("--backlog", type=int, metavar="BLOCKS",
+                        help="run the backlog measurement instead: a realm whose input holds BLOCKS blocks at start")
+    parser.add_argument("--caps", default="none,2000,200",
+                        help="maxOffsetsPerTrigger values for --backlog, comma-separated (default: none,2000,200)")
+    parser.add_argument("--work", type=Path, metavar="DIR",
+                        help="scratch folder for the broker, checkpoints and logs (default: a new temporary one)")
+    parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "soak.json",
+                        help="results file, updated in place (default: benchmarks/results/soak.json)")
+    parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "soak.png",
+                        help="the plot of the soak's samples (default: docs/img/soak.png)")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="pubsub-soak-"))
     previous = json.loads(args.json.read_text()) if args.json.exists() else {}
