@@ -69,7 +69,7 @@ class ProducedRecord:
     @classmethod
     def from_output(cls, record: OutputRecord) -> ProducedRecord:
         """An output line as its Kafka record: key as UTF-8, canonical JSON value, header ``id``."""
-        return cls(record.topic, record.key.encode(), canonical_json(dict(record.value)).encode(),
+        return cls(record.topic, record.key.encode(), record.value_json().encode(),
                    ((ID_HEADER, record.id.encode()),))
 
 

@@ -86,7 +86,7 @@ class OutRow:
 
 
 def _out(record: OutputRecord) -> OutRow:
-    return OutRow(record.topic, record.key, canonical_json(dict(record.value)), record.id)
+    return OutRow(record.topic, record.key, record.value_json(), record.id)
 
 
 def _bounded(row: OutRow, realm: str) -> OutRow:

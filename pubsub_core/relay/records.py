@@ -234,7 +234,7 @@ def _jsonable(value: object) -> object:
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
-    """One pallet event of a block at its position; ``body`` is the event's JSON (pallet, event, fields)."""
+    """One pallet event of a block at its position; ``body`` is the event's canonical JSON (pallet, event, fields)."""
 
     block: int
     index: int
@@ -246,6 +246,11 @@ class EventRecord:
 
     def to_json(self) -> dict[str, object]:
         return {"block": self.block, "index": self.index, "event": json.loads(self.body)}
+
+    def json_text(self) -> str:
+        """``canonical_json(self.to_json())`` without parsing ``body`` (which is canonical JSON: ``event_record``
+        and ``from_json`` make it so) and encoding it again."""
+        return f'{{"block":{self.block},"event":{self.body},"index":{self.index}}}'
 
     @classmethod
     def from_json(cls, body: object) -> EventRecord:

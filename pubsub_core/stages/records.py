@@ -7,8 +7,9 @@ spaces), so two runs compare byte for byte. docs/simulator.md lists every topic 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pubsub_core.codec.hexjson import hex_0x, unhex_0x
@@ -21,6 +22,7 @@ from pubsub_core.stages.errors import IngestError, StageError
 __all__ = [
     "GenesisRecord",
     "INPUT_STREAMS",
+    "JsonText",
     "LogRecord",
     "MalformedViewError",
     "OutputRecord",
@@ -245,16 +247,59 @@ class MalformedViewError(StageError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class OutputRecord:
-    """One output line: topic ``<realm>.<kind>``, key, deterministic id, and the record's JSON value."""
+    """One output line: topic ``<realm>.<kind>``, key, deterministic id, and the record's JSON value.
+
+    ``value_text``, when given, is ``canonical_json(value)`` already rendered by the record's maker (Stage R's
+    events, whose JSON exists as text before any output is built): lines and Kafka values then reuse it instead
+    of encoding the value again."""
 
     topic: str
     key: str
     id: str
     value: Mapping[str, Any]
+    value_text: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {"topic": self.topic, "key": self.key, "id": self.id, "value": dict(self.value)}
 
+    def value_json(self) -> str:
+        """The canonical JSON of ``value`` (the Kafka record's value)."""
+        return self.value_text if self.value_text is not None else canonical_json(dict(self.value))
+
     def to_line(self) -> str:
-        """The canonical JSON line (no trailing newline)."""
-        return canonical_json(self.to_json())
+        """The canonical JSON line (no trailing newline): ``canonical_json(self.to_json())``, built from the parts
+        (keys in sorted order: id, key, topic, value) so that a value's text is not encoded twice."""
+        return (f'{{"id":{_JSON_STRING(self.id)},"key":{_JSON_STRING(self.key)},"topic":{_JSON_STRING(self.topic)},'
+                f'"value":{self.value_json()}}}')
+
+
+_JSON_STRING = json.encoder.encode_basestring_ascii
+"""A JSON string as ``canonical_json`` writes it (ASCII, escaped)."""
+
+
+class JsonText(Mapping[str, Any]):
+    """A JSON object kept as its canonical text, parsed on first access: an event's value that most consumers
+    only write out again (as ``OutputRecord.value_text``) is then never parsed."""
+
+    __slots__ = ("_parsed", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._parsed: dict[str, Any] | None = None
+
+    def _object(self) -> dict[str, Any]:
+        if self._parsed is None:
+            self._parsed = json.loads(self.text)
+        return self._parsed
+
+    def __getitem__(self, key: str) -> Any:
+        return self._object()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._object())
+
+    def __len__(self) -> int:
+        return len(self._object())
+
+    def __repr__(self) -> str:
+        return f"JsonText({self.text!r})"

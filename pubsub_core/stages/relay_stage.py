@@ -50,6 +50,7 @@ from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import (
     INPUT_STREAMS,
     GenesisRecord,
+    JsonText,
     LogRecord,
     OutputRecord,
     RelayView,
@@ -273,7 +274,10 @@ class RelayStage:
             for o in result.outcomes
             if o.status is not Status.APPLIED
         ]
-        out += [OutputRecord(f"{realm}.events", "relay", f"relay/{e.block}/{e.index}", e.to_json()) for e in result.events]
+        for event in result.events:
+            text = event.json_text()
+            out.append(OutputRecord(f"{realm}.events", "relay", f"relay/{event.block}/{event.index}", JsonText(text),
+                                    text))
         calls: dict[int, list[ForwardedCall]] = {}
         changes: list[tuple[int, SetSubscriptions]] = []
         for forwarded in result.forwarded:
