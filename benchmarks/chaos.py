@@ -609,14 +609,20 @@ def run_chaos(plan: ChaosPlan, work: Path | None = None, say: Callable[[str], No
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks.chaos", description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=None, help="relay blocks at least (default 200; 30 with --short)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the workload and the kill schedule (default: 0)")
     parser.add_argument("--short", action="store_true", help="30 blocks, 3 job kills, 1 broker restart, 1 author kill")
-    parser.add_argument("--job-kills", type=int)
-    parser.add_argument("--broker-restarts", type=int)
-    parser.add_argument("--author-kills", type=int)
-    parser.add_argument("--executor-kills", type=int)
-    parser.add_argument("--block-time", type=float)
-    parser.add_argument("--rate", type=float)
+    plan = ChaosPlan()
+    parser.add_argument("--job-kills", type=int, metavar="N", help=f"SIGKILLs of the job (default: {plan.job_kills})")
+    parser.add_argument("--broker-restarts", type=int, metavar="N",
+                        help=f"broker kills and restarts (default: {plan.broker_restarts})")
+    parser.add_argument("--author-kills", type=int, metavar="N",
+                        help=f"SIGKILLs of the block author (default: {plan.author_kills})")
+    parser.add_argument("--executor-kills", type=int, metavar="N",
+                        help=f"executor kills in the standalone-cluster phase (default: {plan.executor_kills}; 0 "
+                             "skips that phase)")
+    parser.add_argument("--block-time", type=float, metavar="SECONDS",
+                        help=f"the author's block time (default: {plan.block_time})")
+    parser.add_argument("--rate", type=float, help=f"publishes per second (default: {plan.rate})")
     parser.add_argument("--work", type=Path, help="folder for broker data, checkpoint and logs (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="write the result here (e.g. benchmarks/results/chaos.json)")
     args = parser.parse_args(argv)

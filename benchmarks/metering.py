@@ -357,9 +357,12 @@ def update_section(doc: Path, section: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--blocks", type=int, default=Workload.blocks)
-    parser.add_argument("--keys", type=int, default=Workload.keys_per_publisher)
-    parser.add_argument("--update-docs", action="store_true")
+    parser.add_argument("--blocks", type=int, default=Workload.blocks,
+                        help=f"measured blocks after the warm-up (default: {Workload.blocks})")
+    parser.add_argument("--keys", type=int, default=Workload.keys_per_publisher,
+                        help=f"keys per publisher (default: {Workload.keys_per_publisher:,})")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the Metering section of docs/benchmarks.md, its plot and benchmarks/results/metering.json")
     parser.add_argument("--seam", action="store_true",
                         help="measure the Stage R -> Stage S relay views instead (full vs delta), print the table")
     args = parser.parse_args()
