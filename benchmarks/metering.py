@@ -362,7 +362,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=Workload.keys_per_publisher,
                         help=f"keys per publisher (default: {Workload.keys_per_publisher:,})")
     parser.add_argument("--update-docs", action="store_true",
-                        help="write the Metering section of docs/benchmarks.md, its plot and benchmarks/results/metering.json")
+                        help="write the Metering section of docs/benchmarks.md, its plot and docs/img/metering.json")
     parser.add_argument("--seam", action="store_true",
                         help="measure the Stage R -> Stage S relay views instead (full vs delta), print the table")
     args = parser.parse_args()
