@@ -154,6 +154,7 @@ def run_job(
     started = time.monotonic()
     summary = JobSummary()
     follower = _Follower(summary, on_batch)
+    stalls = _StallWatch(settings.checkpoint_dir)
     stop_requested: list[int] = []
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:
@@ -171,6 +172,7 @@ def run_job(
                 follower.poll(query, name, available_now)
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
+                stalls.check(name, query)
             if not available_now and time.monotonic() - last_scan > 2:
                 try:
                     ensure_outputs(settings, [r for r in _realms_now(settings) if r not in realms])
@@ -225,17 +227,50 @@ def disk_full(checkpoint: Path, error: BaseException) -> CheckpointDiskFull | No
             origin = origin.getCause()
         except Exception:  # noqa: BLE001 - a gateway that went away: judge by what was read
             break
+    free = free_bytes(checkpoint)
+    if any("No space left on device" in text for text in texts) or (free is not None and free < 2**20):
+        return CheckpointDiskFull(checkpoint, free)
+    return None
+
+
+def free_bytes(checkpoint: Path) -> int | None:
+    """Bytes free to us on the disk that holds (or will hold) ``checkpoint``; None if it cannot be read."""
     folder = checkpoint
     while not folder.exists() and folder.parent != folder:
         folder = folder.parent
     try:
         stat = os.statvfs(folder)
-        free: int | None = stat.f_bavail * stat.f_frsize
     except OSError:
-        free = None
-    if any("No space left on device" in text for text in texts) or (free is not None and free < 2**20):
-        return CheckpointDiskFull(checkpoint, free)
-    return None
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+class _StallWatch:
+    """Fails the job with ``CheckpointDiskFull`` when a batch has been running for ``STALL_SECONDS`` without
+    finishing while the checkpoint disk has less than ``DISK_RESERVE`` free. With changelog checkpointing, a
+    state put that cannot be written kills pyspark 4.2's Python state server thread without an answer, and the
+    Python worker then waits on it forever: the batch never fails by itself, so the driver has to see it."""
+
+    STALL_SECONDS = 30.0
+    DISK_RESERVE = 4 * 2**20
+
+    def __init__(self, checkpoint: Path) -> None:
+        self.checkpoint = checkpoint
+        self.last_change: dict[str, tuple[object, float]] = {}
+
+    def check(self, name: str, query: StreamingQuery) -> None:
+        now = time.monotonic()
+        progress = query.lastProgress
+        seen = (progress or {}).get("batchId")
+        previous = self.last_change.get(name)
+        if previous is None or previous[0] != seen:
+            self.last_change[name] = (seen, now)
+            return
+        if not query.status.get("isTriggerActive") or now - previous[1] < self.STALL_SECONDS:
+            return
+        free = free_bytes(self.checkpoint)
+        if free is not None and free < self.DISK_RESERVE:
+            raise CheckpointDiskFull(self.checkpoint, free)
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
