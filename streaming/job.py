@@ -172,7 +172,7 @@ def run_job(
                 follower.poll(query, name, available_now)
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
-                stalls.check(name, query)
+                stalls.check(name, query, follower.seen.get(name))
             if not available_now and time.monotonic() - last_scan > 2:
                 try:
                     ensure_outputs(settings, [r for r in _realms_now(settings) if r not in realms])
@@ -256,15 +256,14 @@ class _StallWatch:
 
     def __init__(self, checkpoint: Path) -> None:
         self.checkpoint = checkpoint
-        self.last_change: dict[str, tuple[object, float]] = {}
+        self.last_change: dict[str, tuple[int | None, float]] = {}
 
-    def check(self, name: str, query: StreamingQuery) -> None:
+    def check(self, name: str, query: StreamingQuery, last_batch: int | None) -> None:
+        """``last_batch``: the newest finished batch of ``query`` the driver has seen (None: none yet)."""
         now = time.monotonic()
-        progress = query.lastProgress
-        seen = (progress or {}).get("batchId")
         previous = self.last_change.get(name)
-        if previous is None or previous[0] != seen:
-            self.last_change[name] = (seen, now)
+        if previous is None or previous[0] != last_batch:
+            self.last_change[name] = (last_batch, now)
             return
         if not query.status.get("isTriggerActive") or now - previous[1] < self.STALL_SECONDS:
             return

@@ -11,10 +11,10 @@ from types import FrameType
 from typing import Any
 
 from cli.commands.common import add_kafka_arguments, console, settings_from
-from cli.commands.simulate import load_config
 from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
 from pubsub_core.envelope import Signer
 from streaming.kafka_broker import ensure_kafka
+from streaming.pipeline import load_protocol_config
 
 KEY_ENV = "PUBSUB_AUTHOR_KEY"
 """The environment variable holding the author's 32-byte ed25519 seed as hex (when --key-file is not given)."""
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     signer = read_key(args.realm, args.key_file)
     settings, _ = ensure_kafka(settings_from(args))
-    protocol = load_config(args.protocol_config or settings.protocol_config)
+    protocol = load_protocol_config(args.protocol_config or settings.protocol_config)
     admission = replace(protocol.admission, realm=args.realm)
     try:
         limits = AuthorLimits.from_relay(admission, protocol.router, max_records=args.max_records_per_block,

@@ -9,7 +9,6 @@ import shutil
 import string
 import time
 from collections import Counter, defaultdict
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

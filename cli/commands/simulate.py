@@ -10,7 +10,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -19,9 +18,10 @@ from rich.table import Table
 
 from cli.commands.common import console
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import ConfigError, OutputRecord, SimulatorConfig
-from pubsub_core.stages.config import Seam
+from pubsub_core.stages import ConfigError, OutputRecord
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
+from streaming.pipeline import load_protocol_config
+from streaming.settings import SEAM_MODES
 
 
 def register(subparsers: Any) -> None:
@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
         help="also write each subscriber's per-block relay view (<realm>.relay-proofs), what Stage R hands Stage S",
     )
     parser.add_argument(
-        "--seam", choices=[mode.value for mode in Seam],
+        "--seam", choices=SEAM_MODES,
         help="what Stage R hands Stage S: delta (changed proof nodes) or full (whole proofs, the checking mode); "
              "default: the config's seam, else delta. The outputs are the same either way",
     )
@@ -55,18 +55,9 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def load_config(path: Path | None) -> SimulatorConfig:
-    """The config file's settings, or the defaults."""
-    if path is None:
-        return SimulatorConfig()
-    return SimulatorConfig.from_json(json.loads(path.read_text()))
-
-
 def run(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.config)
-        if args.seam is not None:
-            config = replace(config, seam=Seam(args.seam))
+        config = load_protocol_config(args.config, args.seam)
     except (OSError, json.JSONDecodeError, ConfigError) as exc:
         console.print(f"[red]Cannot read the config {args.config}:[/] {exc}")
         return 2

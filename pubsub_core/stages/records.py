@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pubsub_core.codec.hexjson import hex_0x, unhex_0x
@@ -249,22 +249,26 @@ class MalformedViewError(StageError, ValueError):
 class OutputRecord:
     """One output line: topic ``<realm>.<kind>``, key, deterministic id, and the record's JSON value.
 
-    ``value_text``, when given, is ``canonical_json(value)`` already rendered by the record's maker (Stage R's
-    events, whose JSON exists as text before any output is built): lines and Kafka values then reuse it instead
-    of encoding the value again."""
+    A value given as ``JsonText`` (Stage R's events, whose JSON exists as text before any output is built) is
+    written out as that text: lines and Kafka values do not encode it again."""
 
     topic: str
     key: str
     id: str
     value: Mapping[str, Any]
-    value_text: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {"topic": self.topic, "key": self.key, "id": self.id, "value": dict(self.value)}
 
+    @property
+    def value_text(self) -> str | None:
+        """The value's canonical JSON when it came as text (``JsonText``), else None."""
+        return self.value.text if isinstance(self.value, JsonText) else None
+
     def value_json(self) -> str:
         """The canonical JSON of ``value`` (the Kafka record's value)."""
-        return self.value_text if self.value_text is not None else canonical_json(dict(self.value))
+        text = self.value_text
+        return text if text is not None else canonical_json(dict(self.value))
 
     def to_line(self) -> str:
         """The canonical JSON line (no trailing newline): ``canonical_json(self.to_json())``, built from the parts

@@ -274,10 +274,8 @@ class RelayStage:
             for o in result.outcomes
             if o.status is not Status.APPLIED
         ]
-        for event in result.events:
-            text = event.json_text()
-            out.append(OutputRecord(f"{realm}.events", "relay", f"relay/{event.block}/{event.index}", JsonText(text),
-                                    text))
+        out += [OutputRecord(f"{realm}.events", "relay", f"relay/{e.block}/{e.index}", JsonText(e.json_text()))
+                for e in result.events]
         calls: dict[int, list[ForwardedCall]] = {}
         changes: list[tuple[int, SetSubscriptions]] = []
         for forwarded in result.forwarded:

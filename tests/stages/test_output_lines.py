@@ -38,7 +38,7 @@ def test_strings_that_need_escaping_are_escaped_as_in_the_whole_record() -> None
 
 def test_a_value_given_as_text_is_used_as_is_and_reads_as_the_object() -> None:
     value = JsonText('{"a":[1,2],"b":"x"}')
-    record = OutputRecord("polkadot.events", "relay", "relay/1/0", value, value.text)
+    record = OutputRecord("polkadot.events", "relay", "relay/1/0", value)
     assert dict(record.value) == {"a": [1, 2], "b": "x"} and record.value["b"] == "x" and len(record.value) == 2
     assert record == OutputRecord("polkadot.events", "relay", "relay/1/0", {"a": [1, 2], "b": "x"})
     assert record.to_line() == '{"id":"relay/1/0","key":"relay","topic":"polkadot.events","value":{"a":[1,2],"b":"x"}}'
