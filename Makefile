@@ -1,7 +1,8 @@
 # Two commands do everything on a fresh machine, and are safe to run again:
 #   make demo   set up, then run the protocol through Kafka and the Spark job on the embedded broker, checked
 #   make test   set up, then run the whole test suite (Kafka and Spark tests included)
-# `make setup` alone creates .venv (pip install -e '.[dev]') and fetches the JVM jars with Maven into jvm/lib/.
+# `make setup` alone creates .venv (pip install -e '.[dev]'), compiles the protocol with mypyc (`make native`,
+# redone when a protocol source changes) and fetches the JVM jars with Maven into jvm/lib/.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -10,12 +11,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PY_STAMP := $(VENV)/.installed
 JAR_STAMP := jvm/lib/.fetched
+NATIVE_STAMP := build/.native
+PROTOCOL_SOURCES := setup.py $(shell find pubsub_core state -name '*.py' 2>/dev/null)
 POMS := jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-kafka/pom.xml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test typecheck broker-stop clean-runtime check-tools
+.PHONY: setup native demo test typecheck broker-stop clean-runtime check-tools
 
-setup: check-tools $(PY_STAMP) $(JAR_STAMP)
+setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP)
+native: $(NATIVE_STAMP)
 
 # Java 17+ and Maven come from the distribution; installed here only when missing and we may (root + apt-get).
 check-tools:
@@ -29,9 +33,16 @@ check-tools:
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# Dependencies first, without compiling; then the compiled build in place, with the venv's own pinned mypy.
 $(PY_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	PUBSUB_PURE_PYTHON_BUILD=1 $(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $@
+
+# mypyc: the protocol's modules as C extensions beside their sources (setup.py says which and why), about
+# 90 s on two cores. A process finding a source newer than its compiled module runs the source (native.py).
+$(NATIVE_STAMP): $(PROTOCOL_SOURCES) $(PY_STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
+	mkdir -p build && touch $@
 
 # Re-fetched only when a pom changes; the old jars are removed first so no stale version lingers.
 $(JAR_STAMP): $(POMS)
@@ -42,8 +53,11 @@ $(JAR_STAMP): $(POMS)
 demo: setup
 	$(VENV)/bin/pubsub demo
 
+# The whole suite on the compiled build, then the protocol's tests again on the pure-Python source
+# (PUBSUB_PURE_PYTHON=1), so both builds are held to the same tests; tests/native checks they agree.
 test: setup
 	$(PY) -m pytest tests -q -ra --durations=10 -p no:cacheprovider $(PYTEST_ARGS)
+	PUBSUB_PURE_PYTHON=1 $(PY) -m pytest tests -q -ra -p no:cacheprovider --ignore=tests/integration $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory typecheck
 
 # Strict mypy over the packages configured in pyproject.toml (pubsub_core, state).

@@ -471,32 +471,34 @@ def relay_proof_target() -> Target:
 
 
 @cache
-def prepared_simulator():  # noqa: ANN201 - a Simulator
-    """A simulator fed a valid prefix of the workload log: the genesis and the first two blocks."""
-    from pubsub_core.simulator import Simulator
-
-    lines = workload()[0]
-    sim = Simulator()
+def valid_prefix() -> list[bytes]:
+    """A valid prefix of the workload log: the genesis and the first two blocks."""
+    prefix: list[bytes] = []
     blocks = 0
-    for line in lines:
-        sim.feed_line(line)
+    for line in workload()[0]:
+        prefix.append(line)
         blocks += b'"polkadot.blocks"' in line
         if blocks == 2:
             break
-    return sim
+    return prefix
 
 
 def sim_line_target() -> Target:
-    """One event-log line into (a copy of) a simulator fed a valid prefix. ``feed_line`` must never raise."""
-    template = prepared_simulator()
+    """One event-log line into a simulator fed a valid prefix. ``feed_line`` must never raise."""
+    from pubsub_core.errors import PubSubError
+    from pubsub_core.simulator import Simulator
+
+    prefix = valid_prefix()
 
     def run(data: bytes) -> None:
-        sim = copy.deepcopy(template)
+        # A fresh simulator per input, not a copy of one: compiled (setup.py), frozen records cannot be
+        # deep-copied, and replaying the prefix costs about as much as copying did.
+        sim = Simulator()
+        for line in prefix:
+            sim.feed_line(line)
         try:
             out = sim.feed_line(data)
         except Exception as exc:
-            from pubsub_core.errors import PubSubError
-
             if isinstance(exc, PubSubError):
                 raise Escaped(f"{type(exc).__name__} from feed_line: {exc}") from exc
             raise

@@ -622,7 +622,10 @@ def main() -> None:
         figures = {}
         for mode in ("profile", "timing"):
             command = [sys.executable, "-m", "benchmarks.scaling_bench", "--admission-worker", str(log)]
-            done = subprocess.run(command + (["--timing"] if mode == "timing" else []), cwd=ROOT,
+            # cProfile sees Python functions only: the profile runs on the pure-Python build, the timing on
+            # the build a user runs.
+            env = {**os.environ, **({"PUBSUB_PURE_PYTHON": "1"} if mode == "profile" else {})}
+            done = subprocess.run(command + (["--timing"] if mode == "timing" else []), cwd=ROOT, env=env,
                                   capture_output=True, text=True, check=True)
             figures[mode] = json.loads(done.stdout.strip().splitlines()[-1])
         print(render_admission(figures["profile"], figures["timing"]))

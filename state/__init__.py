@@ -1,5 +1,9 @@
 """Protocol state behind one small interface: an in-memory backend now, Spark state handles in the job."""
 
+from pubsub_core.native import choose_build
+
+choose_build()  # before any compiled module can load
+
 from state.errors import StateError, TransactionClosedError
 from state.interface import BackendStats, Changes, StateBackend
 from state.memory import MemoryBackend

@@ -19,7 +19,7 @@ again when a block includes the record, so both apply the same checks in the sam
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 
 from state import StateTransaction
@@ -100,6 +100,11 @@ class AdmissionConfig:
             raise ValueError("penalty_threshold must be in 1..=max_penalty, and max_penalty a u32")
         if self.throttled_messages_per_block < 0:
             raise ValueError("throttled_messages_per_block cannot be negative")
+
+    def __reduce__(self) -> tuple[type[AdmissionConfig], tuple[object, ...]]:
+        # The job's operators carry this config pickled to Spark's workers; compiled (setup.py), a frozen
+        # dataclass unpickles only through its constructor.
+        return (AdmissionConfig, tuple(getattr(self, f.name) for f in fields(self)))
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,12 @@ class EventRecord:
     index: int
     body: str
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, block: int, index: int, body: str) -> None:
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "body", body)
+
     @property
     def event_id(self) -> str:
         return f"{self.block}/{self.index}"

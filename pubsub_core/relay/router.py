@@ -28,6 +28,12 @@ class DispatchReport:
     success: bool
     error: str | None = None
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, weight_used: int, success: bool, error: str | None = None) -> None:
+        object.__setattr__(self, "weight_used", weight_used)
+        object.__setattr__(self, "success", success)
+        object.__setattr__(self, "error", error)
+
 
 UpwardDispatch = Callable[[StateTransaction, int, bytes], DispatchReport]
 """Execute one upward message of a para (txn, para id, VersionedXcm bytes); never raises for bad messages."""

@@ -257,6 +257,13 @@ class OutputRecord:
     id: str
     value: Mapping[str, Any]
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, topic: str, key: str, id: str, value: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "value", value)
+
     def to_json(self) -> dict[str, object]:
         return {"topic": self.topic, "key": self.key, "id": self.id, "value": dict(self.value)}
 

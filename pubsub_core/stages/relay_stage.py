@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
@@ -352,16 +353,16 @@ def _slot(stream: str, origin: str) -> bytes:
 class _Book:
     """Stage R's bookkeeping in its StateTransaction (namespaces ``simulator.*``, JSON or SCALE values)."""
 
-    GENESIS = "simulator.Genesis"
-    HELD = "simulator.Held"  # u64 BE arrival number -> {stream, key, offset, record} JSON, before the genesis
-    HELD_COUNT = "simulator.HeldCount"  # u64 LE: how many records are held
-    RECEIVED = "simulator.Received"  # slot ‖ sender -> u64 LE highest seqno received from it (authentic)
-    BUFFER = "simulator.Buffer"  # slot ‖ u64 BE position -> InputRecord JSON
-    INCLUDED = "simulator.Included"  # slot -> u64 LE last included position
-    WAITING = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
-    SUBSCRIPTIONS = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
-    LAST_VIEW = "simulator.LastView"  # u32 BE subscriber -> u64 BE block of its latest view
-    SENT_NODES = "simulator.SentNodes"  # u32 BE subscriber -> its latest view's P_n: 32-byte hashes, sorted
+    GENESIS: Final = "simulator.Genesis"
+    HELD: Final = "simulator.Held"  # u64 BE arrival number -> {stream, key, offset, record} JSON, before the genesis
+    HELD_COUNT: Final = "simulator.HeldCount"  # u64 LE: how many records are held
+    RECEIVED: Final = "simulator.Received"  # slot ‖ sender -> u64 LE highest seqno received from it (authentic)
+    BUFFER: Final = "simulator.Buffer"  # slot ‖ u64 BE position -> InputRecord JSON
+    INCLUDED: Final = "simulator.Included"  # slot -> u64 LE last included position
+    WAITING: Final = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
+    SUBSCRIPTIONS: Final = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
+    LAST_VIEW: Final = "simulator.LastView"  # u32 BE subscriber -> u64 BE block of its latest view
+    SENT_NODES: Final = "simulator.SentNodes"  # u32 BE subscriber -> its latest view's P_n: 32-byte hashes, sorted
 
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn

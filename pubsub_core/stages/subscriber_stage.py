@@ -6,6 +6,7 @@ pallet events and PoV metering."""
 from __future__ import annotations
 
 import json
+from typing import Final
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
@@ -166,9 +167,9 @@ class _ViewLedger:
     """Stage S's record of the views it applied (namespaces ``stage.*``): the last one, the digests of the
     latest ``VIEW_WINDOW``, and views waiting for their predecessor (keyed by it)."""
 
-    LAST = "stage.LastView"  # value: u64 BE block number
-    DIGESTS = "stage.ViewDigests"  # u64 BE block number -> 32-byte digest
-    PARKED = "stage.ParkedViews"  # u64 BE predecessor + 1 (0: none) -> digest ‖ view JSON
+    LAST: Final = "stage.LastView"  # value: u64 BE block number
+    DIGESTS: Final = "stage.ViewDigests"  # u64 BE block number -> 32-byte digest
+    PARKED: Final = "stage.ParkedViews"  # u64 BE predecessor + 1 (0: none) -> digest ‖ view JSON
 
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn
@@ -219,9 +220,9 @@ class _RelayMirror:
     The traversal reads only nodes of P_n, so the outputs do not depend on when collection runs.
     """
 
-    NODES = "stage.RelayMirror"  # 32-byte Blake2-256 -> relay node
-    COUNT = "stage.RelayMirrorCount"  # u64 BE: nodes in the mirror
-    MARK = "stage.RelayMirrorMark"  # u64 BE: nodes it held after the last collection or full view
+    NODES: Final = "stage.RelayMirror"  # 32-byte Blake2-256 -> relay node
+    COUNT: Final = "stage.RelayMirrorCount"  # u64 BE: nodes in the mirror
+    MARK: Final = "stage.RelayMirrorMark"  # u64 BE: nodes it held after the last collection or full view
 
     __slots__ = ("txn",)
 

@@ -38,7 +38,7 @@ from pubsub_core.subscriber.config import SubscriberConfig
 from pubsub_core.subscriber.errors import CheatingCollatorError, CheatingReason, SubscriptionError
 from pubsub_core.subscriber.meter import Weight, WeightMeter
 from pubsub_core.subscriber.ordering import WorkItem, work_segments
-from pubsub_core.subscriber.storage import EntryDigest, KeyState, PathStep, new_path_step as _new_step
+from pubsub_core.subscriber.storage import EntryDigest, KeyState, PathStep
 from pubsub_core.subscriber.types import (
     EventKind,
     PalletEvent,
@@ -242,8 +242,8 @@ class _Run:
         slot = (namespace, key)
         if slot not in seen:
             # _pay inlined, one txn.get and one tuple per call instead of two (about 140,000 first reads a run in
-            # the issue-11 benchmark); with the namespaces per publisher, the path steps built by new_path_step and
-            # the updates numbered in finish: Stage S 1.05x (replay of the benchmark's 618 views, interleaved).
+            # the issue-11 benchmark); with the namespaces per publisher and the updates numbered in finish: Stage S
+            # 1.05x (replay of the benchmark's 618 views, interleaved).
             size = 0 if value is None else len(value)
             meter = self.meter
             if not meter.fits(self._step_ref_time, self._step_proof_size):
@@ -467,9 +467,9 @@ class _Run:
             for step in walk_path(_ChildView(self, para), new_root, key, root=new_root):
                 node_hash = step.node_hash
                 if node_hash is None:
-                    new_path.append(_new_step(blake2_256(step.encoded), step.depth, True))
+                    new_path.append(PathStep(blake2_256(step.encoded), step.depth, True))
                 else:
-                    new_path.append(_new_step(node_hash, step.depth, False))
+                    new_path.append(PathStep(node_hash, step.depth, False))
                     fetched[node_hash] = step.encoded
                 ref = step.next_ref
                 node = step.node

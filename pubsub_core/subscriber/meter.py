@@ -21,6 +21,11 @@ class Weight:
         if self.ref_time < 0 or self.proof_size < 0:
             raise ValueError(f"weights are non-negative, got {self}")
 
+    def __reduce__(self) -> tuple[type[Weight], tuple[int, int]]:
+        # Configs holding a Weight travel pickled to Spark's workers; compiled (setup.py), a frozen dataclass
+        # unpickles only through its constructor.
+        return (Weight, (self.ref_time, self.proof_size))
+
     def saturating_add(self, other: Weight) -> Weight:
         return Weight(self.ref_time + other.ref_time, self.proof_size + other.proof_size)
 

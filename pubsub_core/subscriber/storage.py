@@ -40,7 +40,6 @@ __all__ = [
     "encode_cursor",
     "encode_keys",
     "keys_ns",
-    "new_path_step",
     "para_key",
     "refs_ns",
 ]
@@ -102,6 +101,12 @@ class PathStep:
     offset: int
     inline: bool
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, node_hash: bytes, offset: int, inline: bool) -> None:
+        object.__setattr__(self, "node_hash", node_hash)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "inline", inline)
+
 
 @dataclass(frozen=True, slots=True)
 class EntryDigest:
@@ -110,6 +115,12 @@ class EntryDigest:
     entry_hash: bytes
     ttl: int
     when_inserted: int
+
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, entry_hash: bytes, ttl: int, when_inserted: int) -> None:
+        object.__setattr__(self, "entry_hash", entry_hash)
+        object.__setattr__(self, "ttl", ttl)
+        object.__setattr__(self, "when_inserted", when_inserted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,12 @@ class KeyState:
     path: tuple[PathStep, ...]
     entry: EntryDigest | None
     recorded: bool = True
+
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, path: tuple[PathStep, ...], entry: EntryDigest | None, recorded: bool = True) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "recorded", recorded)
 
     def root(self, empty_root: bytes) -> bytes | None:
         """The child root this key was processed at, None when its path was cleared."""
@@ -156,7 +173,8 @@ class KeyState:
         if size >= 3 and data[0] <= 1 and not data[1] & 3:
             end = 2 + 33 * (data[1] >> 2)
             if size == end + 1 and data[end] == 0 or size == end + 41 and data[end] == 1:
-                path = tuple([_new_step(data[at : at + 32], data[at + 32]) for at in range(2, end, 33)])
+                path = tuple([PathStep(data[at : at + 32], data[at + 32] >> 1, data[at + 32] & 1 == 1)
+                              for at in range(2, end, 33)])
                 entry = None
                 if data[end] == 1:
                     ttl, when = _U32_PAIR.unpack_from(data, end + 33)
@@ -186,23 +204,3 @@ _U32_PAIR = struct.Struct("<II")
 _STEP_TAIL = [bytes((packed,)) for packed in range(256)]
 """The byte after a path step's hash, by value (offset·2 + inline)."""
 
-# A path step per node per processed key: building the frozen dataclass through its slot descriptors skips
-# the generated __init__'s object.__setattr__ calls (as pubsub_core.trie.node does for nodes).
-_set_node_hash = vars(PathStep)["node_hash"].__set__
-_set_offset = vars(PathStep)["offset"].__set__
-_set_inline = vars(PathStep)["inline"].__set__
-
-
-def _new_step(node_hash: bytes, packed: int) -> PathStep:
-    """``PathStep(node_hash, packed >> 1, bool(packed & 1))``."""
-    return new_path_step(node_hash, packed >> 1, packed & 1 == 1)
-
-
-def new_path_step(node_hash: bytes, offset: int, inline: bool) -> PathStep:
-    """``PathStep(node_hash, offset, inline)`` without the frozen dataclass's __init__ (the traversal builds one
-    per node walked per processed key)."""
-    step: PathStep = object.__new__(PathStep)
-    _set_node_hash(step, node_hash)
-    _set_offset(step, offset)
-    _set_inline(step, inline)
-    return step

@@ -84,6 +84,23 @@ class Update:
     child_root: bytes
     entry_hash: bytes
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(
+        self, subscriber: int, relay_block_number: int, relay_block_hash: bytes, seq: int, publisher: int, key: bytes,
+        kind: UpdateKind, value: bytes, ttl_state: TtlState, child_root: bytes, entry_hash: bytes,
+    ) -> None:
+        object.__setattr__(self, "subscriber", subscriber)
+        object.__setattr__(self, "relay_block_number", relay_block_number)
+        object.__setattr__(self, "relay_block_hash", relay_block_hash)
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "publisher", publisher)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "ttl_state", ttl_state)
+        object.__setattr__(self, "child_root", child_root)
+        object.__setattr__(self, "entry_hash", entry_hash)
+
     @property
     def id(self) -> str:
         """Blake2-256 of (subscriber, publisher, key, relay block, child root, kind, entry hash).
@@ -160,6 +177,20 @@ class PalletEvent:
     key: bytes | None = None
     value_size: int | None = None
     reason: str | None = None
+
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(
+        self, subscriber: int, relay_block_number: int, index: int, kind: EventKind, publisher: int,
+        key: bytes | None = None, value_size: int | None = None, reason: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "subscriber", subscriber)
+        object.__setattr__(self, "relay_block_number", relay_block_number)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "publisher", publisher)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "value_size", value_size)
+        object.__setattr__(self, "reason", reason)
 
     @property
     def id(self) -> str:

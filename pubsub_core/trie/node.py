@@ -60,6 +60,17 @@ class Node:
     children: tuple[bytes | None, ...] | None
     encoded: bytes
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(
+        self, partial: str, value: bytes | None, value_hashed: bool, children: tuple[bytes | None, ...] | None,
+        encoded: bytes,
+    ) -> None:
+        object.__setattr__(self, "partial", partial)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "value_hashed", value_hashed)
+        object.__setattr__(self, "children", children)
+        object.__setattr__(self, "encoded", encoded)
+
     @property
     def kind(self) -> NodeKind:
         """The kind named by this node's header."""
@@ -74,7 +85,7 @@ class Node:
         partial: str, value: bytes | None, value_hashed: bool, children: tuple[bytes | None, ...] | None
     ) -> Node:
         """Build a node and its encoding in one step (the only way new nodes are created)."""
-        return _new_node(partial, value, value_hashed, children, encode_node(partial, value, value_hashed, children))
+        return Node(partial, value, value_hashed, children, encode_node(partial, value, value_hashed, children))
 
     def with_children(self, children: tuple[bytes | None, ...], swaps: Sequence[tuple[bytes, bytes]]) -> Node:
         """This branch with ``children``, which differ from its own only by the hashed refs in ``swaps``.
@@ -89,29 +100,7 @@ class Node:
             if len(old) != HASH_LEN or len(new) != HASH_LEN or encoded.count(pattern) != 1:
                 return Node.make(self.partial, self.value, self.value_hashed, children)
             encoded = encoded.replace(pattern, b"\x80" + new)
-        return _new_node(self.partial, self.value, self.value_hashed, children, encoded)
-
-
-# The trie creates a node per changed position per batch: building frozen nodes through their slot
-# descriptors costs a third of the generated frozen __init__ (which goes through object.__setattr__).
-_allocate = object.__new__
-_set_partial = vars(Node)["partial"].__set__
-_set_value = vars(Node)["value"].__set__
-_set_value_hashed = vars(Node)["value_hashed"].__set__
-_set_children = vars(Node)["children"].__set__
-_set_encoded = vars(Node)["encoded"].__set__
-
-
-def _new_node(
-    partial: str, value: bytes | None, value_hashed: bool, children: tuple[bytes | None, ...] | None, encoded: bytes
-) -> Node:
-    node: Node = _allocate(Node)
-    _set_partial(node, partial)
-    _set_value(node, value)
-    _set_value_hashed(node, value_hashed)
-    _set_children(node, children)
-    _set_encoded(node, encoded)
-    return node
+        return Node(self.partial, self.value, self.value_hashed, children, encoded)
 
 
 def encode_header(kind: NodeKind, nibble_count: int) -> bytes:
@@ -258,7 +247,7 @@ def decode_node(data: bytes) -> Node | None:
         children = tuple(refs)
     if pos != size:
         raise MalformedNodeError(data, f"{size - pos} trailing bytes follow the node", pos)
-    return _new_node(partial, value, value_hashed, children, bytes(data))
+    return Node(partial, value, value_hashed, children, bytes(data))
 
 
 @lru_cache(maxsize=1 << 14)

@@ -306,11 +306,15 @@ class Publish:
     value: bytes
     ttl: int = 0
 
-    def __post_init__(self) -> None:
-        if len(self.key) != KEY_LEN:
-            raise ValueError(f"a Publish key is {KEY_LEN} bytes, got {len(self.key)}")
-        if not 0 <= self.ttl <= U32_MAX:
-            raise ValueError(f"ttl {self.ttl} does not fit in u32")
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, key: bytes, value: bytes, ttl: int = 0) -> None:
+        if len(key) != KEY_LEN:
+            raise ValueError(f"a Publish key is {KEY_LEN} bytes, got {len(key)}")
+        if not 0 <= ttl <= U32_MAX:
+            raise ValueError(f"ttl {ttl} does not fit in u32")
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "ttl", ttl)
 
     def encode(self) -> bytes:
         return bytes((PUBLISH_INDEX,)) + self.key + encode_bytes(self.value) + encode_u32(self.ttl)

@@ -146,6 +146,7 @@ def test_admission_table_gives_shares_of_stage_r() -> None:
     assert "(of which ed25519 verification, 10 calls) | 0.050 | 2.5% | 0.040 | 4.0% |" in text
 
 
+@pytest.mark.pure_python
 def test_the_profiled_functions_still_exist() -> None:
     # The admission figures sum these by code object: a rename elsewhere must fail here, not give 0 s.
     from benchmarks.scaling_bench import _admission_functions

@@ -236,6 +236,7 @@ def test_authenticate_is_admissions_stateless_steps(raw: bytes, origin: str, rea
     assert passed.envelope == Envelope.decode(GOOD) and passed.origin == Origin.parse("upward", "2000")
 
 
+@pytest.mark.pure_python
 def test_a_record_authenticated_on_arrival_is_not_verified_again(monkeypatch: pytest.MonkeyPatch) -> None:
     import pubsub_core.envelope.admission as module
 

@@ -7,6 +7,7 @@ be the simulator's records, byte for byte, as a multiset (Kafka only orders with
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections import Counter
@@ -136,7 +137,7 @@ def test_a_differing_replay_of_an_applied_view_is_a_typed_rejection() -> None:
     from pubsub_core.stages import RelayView
 
     first = RelayView.from_json(json.loads(views[0].value or b"")["view"])
-    changed = seam_record(RelayView(**{**{f: getattr(first, f) for f in first.__slots__}, "max_pov_size": 1}), KEY)
+    changed = seam_record(dataclasses.replace(first, max_pov_size=1), KEY)
     backend = MemoryBackend()
     subscriber_rows("polkadot", "3000", views, backend, CONFIG, KEY)
     out = subscriber_rows("polkadot", "3000", [KafkaRow(views[0].topic, 0, 50, b"3000", changed.value.encode())],
