@@ -65,7 +65,7 @@ def extensions() -> list[object]:
     from mypyc.build import mypycify
 
     modules = compiled_modules()
-    built = list(mypycify(modules, opt_level="3"))
+    built = list(mypycify(modules, opt_level="3", group_name="pubsub_native"))
     MANIFEST.write_text("".join(f"{hashlib.sha256((ROOT / m).read_bytes()).hexdigest()} {m}\n" for m in modules))
     return built
 

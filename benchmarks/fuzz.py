@@ -471,31 +471,28 @@ def relay_proof_target() -> Target:
 
 
 @cache
-def valid_prefix() -> list[bytes]:
-    """A valid prefix of the workload log: the genesis and the first two blocks."""
-    prefix: list[bytes] = []
+def prepared_simulator():  # noqa: ANN201 - a Simulator
+    """A simulator fed a valid prefix of the workload log: the genesis and the first two blocks."""
+    from pubsub_core.simulator import Simulator
+
+    sim = Simulator()
     blocks = 0
     for line in workload()[0]:
-        prefix.append(line)
+        sim.feed_line(line)
         blocks += b'"polkadot.blocks"' in line
         if blocks == 2:
             break
-    return prefix
+    return sim
 
 
 def sim_line_target() -> Target:
-    """One event-log line into a simulator fed a valid prefix. ``feed_line`` must never raise."""
+    """One event-log line into a fork of a simulator fed a valid prefix. ``feed_line`` must never raise."""
     from pubsub_core.errors import PubSubError
-    from pubsub_core.simulator import Simulator
 
-    prefix = valid_prefix()
+    template = prepared_simulator()
 
     def run(data: bytes) -> None:
-        # A fresh simulator per input, not a copy of one: compiled (setup.py), frozen records cannot be
-        # deep-copied, and replaying the prefix costs about as much as copying did.
-        sim = Simulator()
-        for line in prefix:
-            sim.feed_line(line)
+        sim = template.fork()
         try:
             out = sim.feed_line(data)
         except Exception as exc:

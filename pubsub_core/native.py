@@ -20,7 +20,7 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["PURE_PYTHON_ENV", "StaleCompiledBuild", "choose_build", "compiled"]
+__all__ = ["PURE_PYTHON_ENV", "StaleCompiledBuild", "build_name", "choose_build", "compiled"]
 
 PURE_PYTHON_ENV = "PUBSUB_PURE_PYTHON"
 MANIFEST = Path(__file__).with_name("native_build.txt")
@@ -82,3 +82,8 @@ def compiled() -> bool:
     from pubsub_core.trie import node
 
     return not (node.__file__ or "").endswith(".py")
+
+
+def build_name() -> str:
+    """``compiled`` or ``pure-Python``: which build this process runs, for logs and summaries."""
+    return "compiled" if compiled() else "pure-Python"

@@ -16,6 +16,13 @@ class MemoryBackend:
         self._namespaces: dict[str, dict[bytes, bytes]] = {}
         self.stats = BackendStats()
 
+    def copy(self) -> MemoryBackend:
+        """An independent backend holding the same entries (values are immutable bytes: one new dict per
+        namespace), with its own call counts from zero."""
+        twin = MemoryBackend()
+        twin._namespaces = {namespace: dict(entries) for namespace, entries in self._namespaces.items()}
+        return twin
+
     def read_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
         self.stats.read_calls += 1
         stored = self._namespaces.get(namespace)

@@ -23,6 +23,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from producers.topics import TopicError, ensure_realm_topics
+from pubsub_core.native import build_name
 from streaming.errors import CheckpointDiskFull
 from streaming.kafka_broker import ensure_kafka
 from streaming.paths import runtime_dir
@@ -315,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="streaming.job", description=__doc__.splitlines()[0])
     add_job_arguments(parser)
     args = parser.parse_args(argv)
+    print(f"protocol: the {build_name()} build on the driver (each executor chooses its own the same way)", flush=True)
     summary = run_job(settings_from_args(args), available_now=args.available_now, run_seconds=args.run_seconds,
                       on_batch=lambda report: print(report.line(), flush=True))
     print(f"job done: {summary.batches} batches, {summary.input_rows} input rows, {summary.seconds:.1f}s", flush=True)

@@ -26,10 +26,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pubsub_core.native import build_name
     from streaming.job import run_job, settings_from_args
 
     settings = settings_from_args(args)
-    console.print(f"Starting the job on {settings.spark_master}, checkpoint {settings.checkpoint_dir}")
+    console.print(f"Starting the job on {settings.spark_master}, checkpoint {settings.checkpoint_dir}, "
+                  f"the {build_name()} protocol on the driver")
 
     summary = run_job(settings, available_now=args.available_now, run_seconds=args.run_seconds,
                       on_batch=lambda report: console.print(report.line(), highlight=False))

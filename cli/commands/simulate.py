@@ -17,6 +17,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 from cli.commands.common import console
+from pubsub_core.native import build_name
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
@@ -149,5 +150,5 @@ class Summary:
             f"{self.inputs} input lines, {self.blocks} blocks sealed, {sum(self.topics.values())} output records{where}: "
             f"{self.topics['updates']} updates, {self.topics['events']} events, {self.topics['rejected']} rejections, "
             f"{self.topics['pov']} PoV records ({self.incomplete} incomplete), {self.proof_bytes} proof bytes; "
-            f"{seconds:.2f}s ({rate:.1f} blocks/s)."
+            f"{seconds:.2f}s ({rate:.1f} blocks/s, {build_name()} protocol)."
         )

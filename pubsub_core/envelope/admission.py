@@ -117,6 +117,17 @@ class AdmissionResult:
     envelope: Envelope | None = None
     origin: Origin | None = None
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(
+        self, verdict: Verdict, reason: str | None = None, detail: str = "", envelope: Envelope | None = None,
+        origin: Origin | None = None,
+    ) -> None:
+        object.__setattr__(self, "verdict", verdict)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "detail", detail)
+        object.__setattr__(self, "envelope", envelope)
+        object.__setattr__(self, "origin", origin)
+
 
 Validator = Callable[[Envelope, Origin], None]
 """Custom validation (step 6): raises a PubSubError whose ``reason``/``code``/class name becomes the reason."""
@@ -129,6 +140,11 @@ class Authenticated:
 
     envelope: Envelope
     origin: Origin
+
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, envelope: Envelope, origin: Origin) -> None:
+        object.__setattr__(self, "envelope", envelope)
+        object.__setattr__(self, "origin", origin)
 
 
 class Unauthenticated(EnvelopeError):

@@ -34,6 +34,12 @@ class Origin:
     para_id: int = 0
     account: bytes = b""
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, kind: OriginKind, para_id: int = 0, account: bytes = b"") -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "para_id", para_id)
+        object.__setattr__(self, "account", account)
+
     @classmethod
     def parse(cls, stream: str, text: str) -> Origin:
         """Parse a Kafka key of ``stream``; raise ``InvalidOrigin`` otherwise."""

@@ -54,6 +54,13 @@ class InputRecord:
     position: int
     value: bytes
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, stream: str, origin: str, position: int, value: bytes) -> None:
+        object.__setattr__(self, "stream", stream)
+        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "position", position)
+        object.__setattr__(self, "value", value)
+
     @property
     def record_id(self) -> str:
         """``<stream>/<origin>/<position>``: unique per input record, stable across runs."""
@@ -188,6 +195,14 @@ class RecordOutcome:
     reason: str | None = None
     detail: str = ""
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, block: int, record_id: str, status: Status, reason: str | None = None, detail: str = "") -> None:
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "record_id", record_id)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "detail", detail)
+
     def to_json(self) -> dict[str, object]:
         return {"block": self.block, "record": self.record_id, "status": self.status.value, "reason": self.reason,
                 "detail": self.detail}
@@ -214,6 +229,15 @@ class MessageExecuted:
     error: str
     index: int
     weight_used: int
+
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, para: int, message_hash: bytes, outcome: str, error: str, index: int, weight_used: int) -> None:
+        object.__setattr__(self, "para", para)
+        object.__setattr__(self, "message_hash", message_hash)
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "weight_used", weight_used)
 
     def to_json(self) -> dict[str, object]:
         return {"pallet": "Xcm", "event": "MessageExecuted", "para": self.para, "message_hash": hex_0x(self.message_hash),

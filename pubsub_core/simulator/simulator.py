@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from state import MemoryBackend, StateBackend
+
 from pubsub_core.stages.config import SimulatorConfig
 from pubsub_core.stages.ingest import LineRouter, ingest_record, is_blank
 from pubsub_core.stages.records import LogRecord, OutputRecord
@@ -33,6 +35,19 @@ class Simulator:
         self.relays: dict[str, RelayStage] = {}
         self.subscribers: dict[tuple[str, int], SubscriberStage] = {}
         self.router = LineRouter(self.config.default_realm)
+
+    def fork(self) -> Simulator:
+        """An independent simulator in this one's state: fed the same lines, both give the same outputs. Its stages
+        are built afresh over copies of the stages' state, as the Spark job builds them every micro-batch (all
+        state lives in the backends), so a fork costs a copy of the state, not of every object holding it."""
+        twin = Simulator(self.config, self.relay_proofs)
+        twin.router.offsets = dict(self.router.offsets)
+        for realm, relay in self.relays.items():
+            twin.relays[realm] = RelayStage(realm, self.config, _memory(relay.backend).copy())
+        for (realm, subscriber), stage in self.subscribers.items():
+            twin.subscribers[(realm, subscriber)] = SubscriberStage(
+                realm, subscriber, self.config.subscriber, _memory(stage.backend).copy())
+        return twin
 
     def feed_line(self, line: str | bytes) -> list[OutputRecord]:
         """One event-log line, as text or as the bytes read from a file (its line break, if any, is dropped;
@@ -79,6 +94,12 @@ class Simulator:
         for realm in sorted(self.relays):
             out += self.relays[realm].finish()
         return out
+
+
+def _memory(backend: StateBackend) -> MemoryBackend:
+    if not isinstance(backend, MemoryBackend):
+        raise TypeError(f"a simulator's stages keep their state in a MemoryBackend, not {type(backend).__name__}")
+    return backend
 
 
 def simulate(

@@ -104,6 +104,18 @@ class XcmOutcome:
     error: ExecutionError | None = None
     trapped: int = 0
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(
+        self, barrier: str, free: bool, used_weight: Weight, events: tuple[BroadcasterEvent, ...],
+        error: ExecutionError | None = None, trapped: int = 0,
+    ) -> None:
+        object.__setattr__(self, "barrier", barrier)
+        object.__setattr__(self, "free", free)
+        object.__setattr__(self, "used_weight", used_weight)
+        object.__setattr__(self, "events", events)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "trapped", trapped)
+
     @property
     def complete(self) -> bool:
         return self.error is None
