@@ -95,7 +95,17 @@ def run_once(log: Path, profile: Path | None = None) -> dict[str, Any]:
     for line in encoded:
         digest.update(line.encode())
         outputs += 1
-    return {"seconds": seconds, "publishes": publishes, "outputs": outputs, "digest": digest.hexdigest()}
+    return {"seconds": seconds, "publishes": publishes, "outputs": outputs, "digest": digest.hexdigest(),
+            "build": _build_name()}
+
+
+def _build_name() -> str:
+    """The protocol build the worker ran: compiled or pure-Python (trees before the compiled build are pure)."""
+    try:
+        from pubsub_core.native import build_name
+    except ImportError:
+        return "pure-Python"
+    return build_name()
 
 
 # -- the driver ------------------------------------------------------------------------------------------------
@@ -179,12 +189,12 @@ def main() -> None:
             "tree": str(tree), **_commit(tree), "best_seconds": best["seconds"],
             "all_seconds": [r["seconds"] for r in runs[name]], "publishes": best["publishes"],
             "publishes_per_s": best["publishes"] / best["seconds"], "outputs": best["outputs"],
-            "digest": best["digest"], "stable": len(digests) == 1,
+            "digest": best["digest"], "stable": len(digests) == 1, "build": best["build"],
         }
     print()
     for name, figures in summary["trees"].items():
         print(f"{name:8} best {figures['best_seconds']:.2f} s CPU, {figures['publishes_per_s']:,.0f} publishes/s, "
-              f"{figures['outputs']} outputs, digest {figures['digest']}")
+              f"{figures['outputs']} outputs, digest {figures['digest']}, {figures['build']} build")
     ours = summary["trees"]["ours"]
     if "baseline" in summary["trees"]:
         base = summary["trees"]["baseline"]
