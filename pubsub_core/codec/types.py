@@ -46,6 +46,13 @@ class PublishedEntry:
     ttl: int
     when_inserted: int
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, value: bytes, ttl: int, when_inserted: int) -> None:
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "ttl", ttl)
+        object.__setattr__(self, "when_inserted", when_inserted)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
         if not 0 <= self.ttl <= U32_MAX:
             raise ValueError(f"ttl {self.ttl} does not fit in u32")
@@ -154,6 +161,11 @@ class SubscribedKey:
     """``SubscribedKey(H256)``: a 32-byte published key; encodes as the 32 raw bytes."""
 
     hash: bytes
+
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, hash: bytes) -> None:
+        object.__setattr__(self, "hash", hash)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if len(self.hash) != KEY_LEN:

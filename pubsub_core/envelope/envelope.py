@@ -50,6 +50,15 @@ class Envelope:
     data: bytes
     signature: bytes
 
+    # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
+    def __init__(self, sender: bytes, seqno: int, topic: Topic, data: bytes, signature: bytes) -> None:
+        object.__setattr__(self, "sender", sender)
+        object.__setattr__(self, "seqno", seqno)
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "signature", signature)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
         if len(self.sender) != 32 or len(self.signature) != 64 or not 0 <= self.seqno < 1 << 64:
             raise ValueError("an envelope needs a 32-byte sender, a u64 seqno and a 64-byte signature")

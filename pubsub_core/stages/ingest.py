@@ -80,6 +80,8 @@ def _too_deep(text: str, limit: int) -> bool:
     recurses) and at C speed (whole strings, then everything but brackets, are removed by regular expressions
     that never rescan; then each pass removes the innermost pairs, one level per pass). For text that is not
     balanced JSON, the levels removed plus the longest run of openings left are counted."""
+    if text.count("[") + text.count("{") <= limit:
+        return False  # fewer openings than the limit, in strings or not: no nesting can exceed it
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     for level in range(limit + 1):
         if not brackets:
