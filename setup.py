@@ -38,11 +38,10 @@ PURE = {
     # dataclass cannot be unpickled (its __setstate__ assigns to frozen fields). Read once, never hot.
     "pubsub_core/stages/config.py",
     "pubsub_core/broadcaster/config.py",
-    "pubsub_core/relay/config.py",
     "pubsub_core/router/config.py",
     "pubsub_core/subscriber/config.py",
     # The simulator driver: benchmarks subclass it (compiled classes refuse interpreted subclasses) and
-    # the fuzzer copies it; its own work is a loop over compiled stages.
+    # the fuzzer forks it; its own work is a loop over compiled stages.
     "pubsub_core/simulator/simulator.py",
     "pubsub_core/simulator/__init__.py",
     # Errors and events: class attributes overridden per subclass (compiled, they become instance slots),
