@@ -30,6 +30,8 @@ PURE = {
     "pubsub_core/__init__.py",
     "state/__init__.py",
     "pubsub_core/native.py",
+    # Process-wide settings (the garbage collector's schedule), applied once per process.
+    "pubsub_core/process.py",
     # Protocols (mypyc cannot compile @runtime_checkable) and the Spark backend (I/O, not protocol).
     "state/interface.py",
     "pubsub_core/router/interfaces.py",

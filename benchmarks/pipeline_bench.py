@@ -110,8 +110,10 @@ def log_facts(lines: Sequence[bytes]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ simulator
 def run_simulator(lines: Sequence[bytes]) -> dict[str, Any]:
     """The simulator on the log, timed (wall and CPU), with what it produced."""
+    from pubsub_core.process import tune_garbage_collector
     from pubsub_core.simulator import Simulator
 
+    tune_garbage_collector()  # as `pubsub simulate` and the job's workers do
     simulator = Simulator()
     out = []
     wall, cpu = time.perf_counter(), time.process_time()

@@ -16,6 +16,12 @@ as ``pubsub simulate -o`` writes them, so it equals ``sha256sum`` of that file.
     .venv/bin/python -m benchmarks.simulator_bench --baseline /tmp/base  # and a baseline tree, interleaved
     .venv/bin/python -m benchmarks.simulator_bench --record /tmp/base    # record the reference digest from a tree
     .venv/bin/python -m benchmarks.simulator_bench --profile             # cProfile of one run, top 25 twice
+    .venv/bin/python -m benchmarks.simulator_bench --untuned-gc          # and this checkout, collector untouched
+
+Each run sets up the garbage collector as ``pubsub simulate`` does in that tree (``pubsub_core.process``; trees
+from before it leave CPython's default); ``--untuned-gc`` adds a row of this checkout with the default, so the
+collector's share is measured in the same run. Each run also reports the collections per generation and the
+seconds they took (``gc.callbacks``).
 
 The machine is shared: quote the ratio of ours to the baseline measured in the same run (runs alternate
 baseline, ours, baseline, ours, ...), best of the runs on each side.
@@ -24,6 +30,7 @@ baseline, ours, baseline, ours, ...), best of the runs on each side.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -59,11 +66,39 @@ def make_log(path: Path) -> str:
 # -- one run, inside the worker process ------------------------------------------------------------------------
 
 
-def run_once(log: Path, profile: Path | None = None) -> dict[str, Any]:
+def _tune_collector() -> None:
+    """The collector as ``pubsub simulate`` sets it in the tree on sys.path (trees before it: CPython's default)."""
+    try:
+        from pubsub_core.process import tune_garbage_collector
+    except ImportError:
+        return
+    tune_garbage_collector()
+
+
+def _collector_clock() -> tuple[list[int], list[float]]:
+    """Collections and seconds per generation, filled in by a ``gc.callbacks`` hook from now on."""
+    counts, seconds, started = [0, 0, 0], [0.0, 0.0, 0.0], [0.0]
+
+    def hook(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            counts[info["generation"]] += 1
+            seconds[info["generation"]] += time.perf_counter() - started[0]
+
+    gc.callbacks.append(hook)
+    return counts, seconds
+
+
+def run_once(log: Path, profile: Path | None = None, tune_gc: bool = True) -> dict[str, Any]:
     """Feed the log to a Simulator of whatever tree is on sys.path; CPU seconds, publishes, outputs, digest."""
     from cli.commands.simulate import lines
     from pubsub_core.simulator import Simulator
     from pubsub_core.stages import SimulatorConfig
+
+    if tune_gc:
+        _tune_collector()
+    collections, collector_seconds = _collector_clock()
 
     with log.open("rb") as source:
         raw = [line for line, _ in lines(source)]
@@ -96,7 +131,7 @@ def run_once(log: Path, profile: Path | None = None) -> dict[str, Any]:
         digest.update(line.encode())
         outputs += 1
     return {"seconds": seconds, "publishes": publishes, "outputs": outputs, "digest": digest.hexdigest(),
-            "build": _build_name()}
+            "build": _build_name(), "gc_collections": collections, "gc_seconds": collector_seconds}
 
 
 def _build_name() -> str:
@@ -118,13 +153,15 @@ def _commit(tree: Path) -> dict[str, Any]:
     return {"commit": head, "modified": sorted(line[3:] for line in dirty if line.strip())}
 
 
-def run_tree(tree: Path, log: Path, profile: Path | None = None) -> dict[str, Any]:
+def run_tree(tree: Path, log: Path, profile: Path | None = None, tune_gc: bool = True) -> dict[str, Any]:
     """One run in a fresh process that imports ``tree``'s packages (PYTHONPATH first, ahead of the editable
     install of this checkout)."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(log)]
     if profile is not None:
         command += ["--profile-to", str(profile)]
+    if not tune_gc:
+        command.append("--untuned-gc")
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"worker on {tree} failed:\n{done.stderr}")
@@ -148,11 +185,13 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile one run of this checkout; top 25 twice")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--log", type=Path, default=LOG, help="where the workload log is kept (made if missing)")
+    parser.add_argument("--untuned-gc", action="store_true",
+                        help="also run this checkout with CPython's default collector schedule, interleaved")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
-        print(json.dumps(run_once(args.worker, args.profile_to)))
+        print(json.dumps(run_once(args.worker, args.profile_to, tune_gc=not args.untuned_gc)))
         return
     log_digest = make_log(args.log)
     if args.record is not None:
@@ -168,21 +207,23 @@ def main() -> None:
         print(f"profiled run: {result['seconds']:.2f} s CPU under cProfile, digest {result['digest']}")
         print_profile(stats, args.top)
         return
-    trees = ([("baseline", args.baseline)] if args.baseline else []) + [("ours", ROOT)]
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
+    trees = (([("baseline", args.baseline, True)] if args.baseline else []) + [("ours", ROOT, True)]
+             + ([("ours-gc-default", ROOT, False)] if args.untuned_gc else []))
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in trees}
     for i in range(args.runs):
-        for name, tree in trees:
-            result = run_tree(tree, args.log)
+        for name, tree, tune_gc in trees:
+            result = run_tree(tree, args.log, tune_gc=tune_gc)
             runs[name].append(result)
-            print(f"run {i + 1} {name:8} {result['seconds']:6.2f} s CPU  "
-                  f"{result['publishes'] / result['seconds']:8,.0f} publishes/s  digest {result['digest'][:16]}",
-                  flush=True)
+            print(f"run {i + 1} {name:15} {result['seconds']:6.2f} s CPU  "
+                  f"{result['publishes'] / result['seconds']:8,.0f} publishes/s  "
+                  f"collector {sum(result['gc_seconds']):.2f} s ({result['gc_collections'][2]} full)  "
+                  f"digest {result['digest'][:16]}", flush=True)
     reference = json.loads(REFERENCE.read_text()) if REFERENCE.exists() else None
     summary: dict[str, Any] = {
         "workload": WORKLOAD_FLAGS, "log_sha256": log_digest, "runs": args.runs,
         "python": platform.python_version(), "load_average": os.getloadavg(), "trees": {},
     }
-    for name, tree in trees:
+    for name, tree, _ in trees:
         best = min(runs[name], key=lambda r: r["seconds"])
         digests = {r["digest"] for r in runs[name]}
         summary["trees"][name] = {
@@ -190,10 +231,11 @@ def main() -> None:
             "all_seconds": [r["seconds"] for r in runs[name]], "publishes": best["publishes"],
             "publishes_per_s": best["publishes"] / best["seconds"], "outputs": best["outputs"],
             "digest": best["digest"], "stable": len(digests) == 1, "build": best["build"],
+            "gc_collections": best["gc_collections"], "gc_seconds": best["gc_seconds"],
         }
     print()
     for name, figures in summary["trees"].items():
-        print(f"{name:8} best {figures['best_seconds']:.2f} s CPU, {figures['publishes_per_s']:,.0f} publishes/s, "
+        print(f"{name:15} best {figures['best_seconds']:.2f} s CPU, {figures['publishes_per_s']:,.0f} publishes/s, "
               f"{figures['outputs']} outputs, digest {figures['digest']}, {figures['build']} build")
     ours = summary["trees"]["ours"]
     if "baseline" in summary["trees"]:
@@ -201,6 +243,11 @@ def main() -> None:
         summary["speedup"] = base["best_seconds"] / ours["best_seconds"]
         print(f"speed-up: {summary['speedup']:.2f}x (baseline CPU / ours, best of {args.runs} each, interleaved)")
         print(f"digest equals the baseline's: {base['digest'] == ours['digest']}")
+    if "ours-gc-default" in summary["trees"]:
+        untuned = summary["trees"]["ours-gc-default"]
+        summary["collector_speedup"] = untuned["best_seconds"] / ours["best_seconds"]
+        print(f"collector schedule: {summary['collector_speedup']:.2f}x (default schedule CPU / ours); "
+              f"digest unchanged: {untuned['digest'] == ours['digest']}")
     ok = True
     if reference is not None:
         ok = reference["digest"] == ours["digest"] and reference["log_sha256"] == log_digest
@@ -208,6 +255,8 @@ def main() -> None:
         print(f"digest equals the reference (commit {reference['commit'][:10]}): {ok}")
     else:
         print(f"no reference digest at {REFERENCE}; record one with --record TREE")
+    if "ours-gc-default" in summary["trees"]:
+        ok = ok and summary["trees"]["ours-gc-default"]["digest"] == ours["digest"]
     RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
     if not ok:
         sys.exit(1)

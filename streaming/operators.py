@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pubsub_core.process import tune_garbage_collector
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import (
     OutputRecord,
@@ -261,6 +262,7 @@ class _Operator:
         self.seam_key = seam_key
 
     def init(self, handle: Any) -> None:
+        tune_garbage_collector()  # in the Python worker that runs the stage
         self.pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
 
     def _backend(self) -> SparkStateBackend:

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from cli.commands.common import console
 from pubsub_core.native import build_name
+from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
             TimeElapsedColumn(), console=console, transient=True, disable=args.quiet or args.output is None,
         ))
         task = progress.add_task("simulate", total=total, blocks=0)
+        tune_garbage_collector()
         simulator = Simulator(config, relay_proofs=args.relay_proofs)
         try:
             for line, size in lines(source):
