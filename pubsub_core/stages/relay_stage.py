@@ -312,10 +312,10 @@ class RelayStage:
             if tries.relay_root != relay_root:
                 raise StageError(f"block {header.number}: the stored relay tries do not give the sealed root")
             views = []
-            for subscriber in subscribers:
-                keys = declared.get(subscriber, {})
-                nodes = tries.prove(child_keys={para: list(k) for para, k in keys.items()})
-                sent, full = self._seam_nodes(book, subscriber, nodes)
+            proofs = tries.prove_each([declared.get(subscriber, {}) for subscriber in subscribers])
+            hashes: dict[bytes, bytes] = {}  # node -> Blake2-256, once per node whoever's proof holds it
+            for subscriber, nodes in zip(subscribers, proofs):
+                sent, full = self._seam_nodes(book, subscriber, nodes, hashes)
                 pending = pending_inbound(txn, subscriber, header.number)
                 views.append(RelayView(
                     self.realm, subscriber, header.number, header.hash, relay_root, header.max_pov_size,
@@ -328,11 +328,18 @@ class RelayStage:
         return tuple(views)
 
 
-    def _seam_nodes(self, book: _Book, subscriber: int, proof: list[bytes]) -> tuple[tuple[bytes, ...], bool]:
+    def _seam_nodes(self, book: _Book, subscriber: int, proof: list[bytes],
+                    known: dict[bytes, bytes]) -> tuple[tuple[bytes, ...], bool]:
         """What a view carries of the proof P_n (sorted): all of it (``full``) for a subscriber's first view
         and under ``seam: "full"``; otherwise the nodes not in its previous view's P_{n-1}. Remembers P_n's
-        hashes either way, so the next view can be a delta whatever this one was."""
-        hashes = [blake2_256(node) for node in proof]
+        hashes either way, so the next view can be a delta whatever this one was. ``known``: node hashes
+        computed for other subscribers' proofs of the same block (they share the main-trie nodes)."""
+        hashes = []
+        for node in proof:
+            node_hash = known.get(node)
+            if node_hash is None:
+                node_hash = known[node] = blake2_256(node)
+            hashes.append(node_hash)
         previous = book.sent_nodes(subscriber)
         book.set_sent_nodes(subscriber, hashes)
         if previous is None or self.config.seam is Seam.FULL:

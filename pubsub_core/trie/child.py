@@ -8,7 +8,7 @@ root recomputation however many publishers changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pubsub_core.trie.layout import V1, Layout
 from pubsub_core.trie.store import MemoryNodeStore, NodeStore
@@ -104,15 +104,29 @@ class RelayTries:
         self, main_keys: Iterable[bytes] = (), child_keys: Mapping[int, Iterable[bytes]] | None = None
     ) -> list[bytes]:
         """One StorageProof of main-trie keys and child-trie keys (with the main-trie paths to their roots)."""
-        main = [bytes(k) for k in main_keys]
-        nodes: set[bytes] = set()
-        for para_id, keys in (child_keys or {}).items():
-            main.append(prefixed_child_storage_key(para_id))
+        return self.prove_each([child_keys or {}], [main_keys])[0]
+
+    def prove_each(
+        self, child_keys: Sequence[Mapping[int, Iterable[bytes]]], main_keys: Sequence[Iterable[bytes]] = ()
+    ) -> list[list[bytes]]:
+        """``prove(main_keys[i], child_keys[i])`` for each i, loading each trie's nodes once for all of them
+        (Stage R proves every subscriber's keys each block, over the same tries)."""
+        requests = [{para_id: [bytes(k) for k in keys] for para_id, keys in request.items()} for request in child_keys]
+        main: list[list[bytes]] = [[bytes(k) for k in keys] for keys in main_keys]
+        main += [[] for _ in range(len(requests) - len(main))]
+        nodes: list[set[bytes]] = [set() for _ in requests]
+        for i, request in enumerate(requests):
+            main[i] += [prefixed_child_storage_key(para_id) for para_id in request]
+        for para_id in sorted({para_id for request in requests for para_id in request}):
             trie = self.child(para_id)
-            if not trie.is_empty():
-                nodes.update(trie.prove(keys))
-        nodes.update(self.main.prove(main))
-        return sorted(nodes)
+            if trie.is_empty():
+                continue
+            asking = [i for i, request in enumerate(requests) if para_id in request]
+            for i, proof in zip(asking, trie.prove_each([requests[i][para_id] for i in asking])):
+                nodes[i].update(proof)
+        for i, proof in enumerate(self.main.prove_each(main)):
+            nodes[i].update(proof)
+        return [sorted(proof) for proof in nodes]
 
 
 def _memory_store(space: bytes) -> NodeStore:

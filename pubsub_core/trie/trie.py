@@ -8,7 +8,7 @@ encoded and hashed exactly once, and the store receives every changed node and v
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from pubsub_core.trie.errors import MissingNodeError
 from pubsub_core.trie.layout import HASH_LEN, V1, Layout
@@ -166,20 +166,33 @@ class Trie:
     # -- proofs ------------------------------------------------------------------------------
     def prove(self, keys: Iterable[bytes]) -> list[bytes]:
         """The minimal StorageProof of ``keys`` (present or absent): encoded nodes and value nodes, sorted."""
-        reader = _Reader(self, [bytes(k) for k in keys])
-        proof: set[bytes] = set()
-        hashed: list[bytes] = []
-        for key in reader.keys:
-            node = reader.node_of(key, proof)
-            if node is not None and node.value_hashed and node.value is not None:
-                hashed.append(key)
-        if hashed:
-            values = self.store.fetch_values(hashed)
-            for key in hashed:
-                if key not in values:
-                    raise MissingNodeError(self._value_hash(key), self._root_hash, key, what="value node")
-                proof.add(values[key])
-        return sorted(proof)
+        return sorted(self.prove_each([keys])[0])
+
+    def prove_each(self, key_sets: Sequence[Iterable[bytes]]) -> list[set[bytes]]:
+        """The proof nodes of each key set (what ``prove`` gives for it, unsorted), loading the nodes on all their
+        paths once: Stage R proves every subscriber's keys over the same tries each block."""
+        sets = [[bytes(k) for k in keys] for keys in key_sets]
+        reader = _Reader(self, list(dict.fromkeys(key for keys in sets for key in keys)))
+        proofs: list[set[bytes]] = []
+        hashed: list[list[bytes]] = []
+        for keys in sets:
+            proof: set[bytes] = set()
+            with_value_node: list[bytes] = []
+            for key in keys:
+                node = reader.node_of(key, proof)
+                if node is not None and node.value_hashed and node.value is not None:
+                    with_value_node.append(key)
+            proofs.append(proof)
+            hashed.append(with_value_node)
+        wanted = list(dict.fromkeys(key for keys in hashed for key in keys))
+        if wanted:
+            values = self.store.fetch_values(wanted)
+            for proof, keys in zip(proofs, hashed):
+                for key in keys:
+                    if key not in values:
+                        raise MissingNodeError(self._value_hash(key), self._root_hash, key, what="value node")
+                    proof.add(values[key])
+        return proofs
 
 
 class _Reader:

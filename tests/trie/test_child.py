@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pubsub_core.trie import (
+    AccessTracker,
     EMPTY_ROOT,
     InvalidChildRootError,
     Layout,
@@ -74,6 +75,30 @@ def test_child_proof_reads_through_the_main_trie(
         assert read_child_proof(relay.relay_root, proof, child_storage_key(para), wanted) == expected
         root_entry = read_proof(relay.relay_root, proof, [prefixed_child_storage_key(para)])
         assert root_entry == {prefixed_child_storage_key(para): relay.child_root(para)}
+
+
+@given(batches=child_batches, probes=st.lists(keys, max_size=3), picks=st.lists(
+    st.dictionaries(paras, st.tuples(st.integers(0, 4), st.integers(0, 3)), max_size=3), min_size=1, max_size=4))
+def test_proving_several_key_sets_at_once_gives_each_its_minimal_proof(
+    batches: list[tuple[int, dict[bytes, bytes | None]]], probes: list[bytes],
+    picks: list[dict[int, tuple[int, int]]],
+) -> None:
+    """Stage R proves every subscriber's keys in one pass: each proof is exactly the nodes that reading its keys
+    through the main trie touches (read from a proof of everything, by ``lookup``, not by the prover)."""
+    relay = RelayTries()
+    relay.apply(child_changes=dict(batches))
+    stored = {para: [k for k, _ in relay.child(para).items()] for para in {p for p, _ in batches}}
+    requests = [{para: stored.get(para, [])[:taken] + probes[:probed] for para, (taken, probed) in pick.items()}
+                for pick in picks]
+    everything = set(relay.prove(child_keys={para: keys_ for para, keys_ in stored.items()}) + relay.prove(
+        child_keys={para: probes for request in requests for para in request}))
+    proofs = relay.prove_each(requests)
+    assert len(proofs) == len(requests)
+    for request, proof in zip(requests, proofs):
+        tracker = AccessTracker()
+        for para, wanted in request.items():
+            read_child_proof(relay.relay_root, everything, child_storage_key(para), wanted, tracker)
+        assert proof == sorted(tracker.accessed.values())
 
 
 def test_apply_refuses_main_changes_to_child_root_entries() -> None:
