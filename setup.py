@@ -32,10 +32,9 @@ PURE = {
     "pubsub_core/native.py",
     # Process-wide settings (the garbage collector's schedule), applied once per process.
     "pubsub_core/process.py",
-    # Protocols (mypyc cannot compile @runtime_checkable) and the Spark backend (I/O, not protocol).
+    # Protocols (mypyc cannot compile @runtime_checkable).
     "state/interface.py",
     "pubsub_core/router/interfaces.py",
-    "state/spark.py",
     # Configuration travels to Spark's Python workers inside the pickled operators; a compiled frozen
     # dataclass cannot be unpickled (its __setstate__ assigns to frozen fields). Read once, never hot.
     "pubsub_core/stages/config.py",

@@ -37,7 +37,7 @@ from pubsub_core.stages import (
     ingest_record,
 )
 from pubsub_core.stages.subscriber_stage import ViewConflictError
-from pubsub_core.stages.topics import VIEWS, topic
+from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from state import StateBackend
@@ -116,13 +116,25 @@ CHUNK_ROWS = 4096
 """A chunk of output ends after a relay block's views (so Stage S can start on them), or at this many rows."""
 
 
+def _feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
+    """A batch's rows topic by topic, each in offset order: the genesis first, blocks last (``INPUTS``' order).
+
+    How topics interleave does not change Stage R's outputs (tests/simulator/test_examples.py), only its work: a
+    record that comes before the realm's genesis is held (encoded and decoded once more), and a block that
+    comes before its records waits in a queue. Issue 11 log as one batch, replayed outside Spark: ``relay_rows``
+    2.30 -> 2.11 CPU s (1.09x) against topics in name order (blocks, then genesis), outputs equal."""
+    name = row.topic.rpartition(".")[2]
+    rank = INPUTS.index(name) if name in INPUTS else len(INPUTS)
+    return rank, row.topic, row.partition, row.offset
+
+
 def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
                  seam_key: bytes) -> Iterator[list[OutRow]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's seam records (or at
     ``CHUNK_ROWS``), so the sink writes a block's views while Stage R works on the next block."""
     stage = RelayStage(realm, config, backend)
     out: list[OutRow] = []
-    for row in sorted(rows, key=lambda r: (r.topic, r.partition, r.offset)):
+    for row in sorted(rows, key=_feed_order):
         parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
         if isinstance(parsed, OutputRecord):
             out.append(_out(parsed))

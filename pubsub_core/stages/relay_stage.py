@@ -83,6 +83,11 @@ class RelayStage:
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
         self._machine: RelayMachine | None = None
+        self._awaited: str | None = None
+        """The record the first waiting block misses, None when unknown. Until it arrives no other record can
+        make a block ready, so the queue is not looked at again (a batch that feeds a block before its records
+        would otherwise re-read the queue and rescan the buffer on every record). In memory only: a stage built
+        afresh, as the job builds one every micro-batch, finds it again from the stored queue."""
 
     # -- inputs -------------------------------------------------------------------------------------
     def feed(self, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
@@ -92,18 +97,23 @@ class RelayStage:
         value = log.value
         immediate: list[OutputRecord] = []
         steps: list[RelayStep] = []
-        if isinstance(value, GenesisRecord):
-            immediate, steps = self._genesis(book, log, value)
-        elif (machine := self._machine_for(book)) is None:
-            immediate = self._hold(book, log)
-        else:
-            immediate, steps = self._arrive(book, machine, log)
+        try:
+            if isinstance(value, GenesisRecord):
+                immediate, steps = self._genesis(book, log, value)
+            elif (machine := self._machine_for(book)) is None:
+                immediate = self._hold(book, log)
+            else:
+                immediate, steps = self._arrive(book, machine, log)
+        except BaseException:
+            self._awaited = None  # it may describe state that is not committed
+            raise
         book.txn.commit()
         return immediate, steps
 
     def finish(self) -> list[OutputRecord]:
         """End of input: records held for a genesis that never came, blocks still waiting for records, and
         records no block included, are rejected."""
+        self._awaited = None
         book = _Book(StateTransaction(self.backend))
         out = [self._refusal(log, "rejected", "NoGenesis", "the realm's genesis never arrived")
                for log in book.release(self.realm)]
@@ -199,6 +209,8 @@ class RelayStage:
             refused = self._record(book, machine, log, record)
             if refused is not None:
                 return [refused], []
+            if self._awaited is not None and self._awaited != record.record_id:
+                return [], []
         return [], self._ready_blocks(book)
 
     def _record(self, book: _Book, machine: RelayMachine, log: LogRecord, record: InputRecord) -> OutputRecord | None:
@@ -218,7 +230,7 @@ class RelayStage:
                                  f"seqno {envelope.seqno} of 0x{envelope.sender.hex()} on {stream}/{origin} was "
                                  f"already received")
         book.set_received(stream, origin, envelope.sender, envelope.seqno)
-        taken = book.buffered_at(stream, origin, record.position) is not None
+        taken = book.has_buffered(stream, origin, record.position)
         if taken or record.position <= book.included(stream, origin):
             return self._refusal(log, "rejected", "PositionConflict",
                                  f"{record.record_id} was already received with another envelope")
@@ -234,14 +246,20 @@ class RelayStage:
                 continue
             first = book.included(stream, origin) + 1
             for position in range(first, last + 1):
-                if book.buffered_at(stream, origin, position) is None:
+                if not book.has_buffered(stream, origin, position):
                     return [f"{stream}/{origin}/{position}"]
         return []
 
     def _ready_blocks(self, book: _Book) -> list[RelayStep]:
-        """Apply queued blocks, in arrival order, while the head of the queue has all its records."""
+        """Apply queued blocks, in arrival order, while the head of the queue has all its records; remember
+        the record the head still misses (``_awaited``)."""
         steps: list[RelayStep] = []
-        while (waiting := book.first_waiting()) is not None and not self._missing(book, waiting[3]):
+        self._awaited = None
+        while (waiting := book.first_waiting()) is not None:
+            missing = self._missing(book, waiting[3])
+            if missing:
+                self._awaited = missing[0]
+                break
             book.pop_waiting()
             steps.append(self._apply(book, *waiting))
         return steps
@@ -423,6 +441,10 @@ class _Book:
     def buffered_at(self, stream: str, origin: str, position: int) -> InputRecord | None:
         raw = self.txn.get(self.BUFFER, _slot(stream, origin) + position.to_bytes(8, "big"))
         return None if raw is None else InputRecord.from_json(json.loads(raw))
+
+    def has_buffered(self, stream: str, origin: str, position: int) -> bool:
+        """Whether a record is buffered at that position (``buffered_at`` without decoding it)."""
+        return self.txn.get(self.BUFFER, _slot(stream, origin) + position.to_bytes(8, "big")) is not None
 
     def buffer(self, record: InputRecord) -> None:
         key = _slot(record.stream, record.origin) + record.position.to_bytes(8, "big")
