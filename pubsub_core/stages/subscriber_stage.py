@@ -38,7 +38,7 @@ from pubsub_core.subscriber.calls import (
 from pubsub_core.subscriber.config import AdminOrigin
 from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber.errors import SubscriberCallError
-from pubsub_core.stages.records import OutputRecord, RelayView, SubscriberCallFailed
+from pubsub_core.stages.records import JsonText, OutputRecord, RelayView, SubscriberCallFailed
 
 __all__ = ["SubscriberStage", "ViewConflictError", "live_nodes"]
 
@@ -138,7 +138,8 @@ class SubscriberStage:
                 events.append(OutputRecord(f"{self.realm}.events", key, failed.id, failed.to_json()))
         txn.commit()
         updates = [
-            OutputRecord(f"{self.realm}.updates", key, f"{self.subscriber}-{view.number}-u{u.seq}", u.to_json())
+            OutputRecord(f"{self.realm}.updates", key, f"{self.subscriber}-{view.number}-u{u.seq}",
+                         JsonText(u.json_text()))
             for u in outcome.updates
         ]
         pov = OutputRecord(f"{self.realm}.pov", key, outcome.pov.id, outcome.pov.to_json())
@@ -160,7 +161,7 @@ class SubscriberStage:
         return call
 
     def _event(self, event: PalletEvent) -> OutputRecord:
-        return OutputRecord(f"{self.realm}.events", str(self.subscriber), event.id, event.to_json())
+        return OutputRecord(f"{self.realm}.events", str(self.subscriber), event.id, JsonText(event.json_text()))
 
 
 class _ViewLedger:
