@@ -375,6 +375,11 @@ def _slot(stream: str, origin: str) -> bytes:
     return stream.encode() + b"\x00" + origin.encode() + b"\x00"
 
 
+def _buffer_key(stream: str, origin: str, position: int) -> bytes:
+    """stream ‖ 0 ‖ origin ‖ 0 ‖ u64 BE position (streams hold no 0 byte, the position's length is fixed)."""
+    return _slot(stream, origin) + position.to_bytes(8, "big")
+
+
 _ENVELOPE: Final = b"\x01"
 """First byte of a buffered record's stored value: the envelope's bytes follow (the key holds the rest). Until
 issue 11 the value was the record's JSON, with the envelope in hex: 3% of the simulator's run went to encoding
@@ -451,25 +456,24 @@ class _Book:
             self.txn.put(self.INCLUDED, _slot(stream, origin), position.to_bytes(8, "little"))
 
     def buffered_at(self, stream: str, origin: str, position: int) -> InputRecord | None:
-        raw = self.txn.get(self.BUFFER, _slot(stream, origin) + position.to_bytes(8, "big"))
+        raw = self.txn.get(self.BUFFER, _buffer_key(stream, origin, position))
         return None if raw is None else _buffered_record(stream, origin, position, raw)
 
     def has_buffered(self, stream: str, origin: str, position: int) -> bool:
         """Whether a record is buffered at that position (``buffered_at`` without decoding it)."""
-        return self.txn.get(self.BUFFER, _slot(stream, origin) + position.to_bytes(8, "big")) is not None
+        return self.txn.get(self.BUFFER, _buffer_key(stream, origin, position)) is not None
 
     def buffer(self, record: InputRecord) -> None:
-        key = _slot(record.stream, record.origin) + record.position.to_bytes(8, "big")
-        self.txn.put(self.BUFFER, key, _ENVELOPE + record.value)
+        self.txn.put(self.BUFFER, _buffer_key(record.stream, record.origin, record.position), _ENVELOPE + record.value)
 
     def unbuffer(self, record: InputRecord) -> None:
-        self.txn.delete(self.BUFFER, _slot(record.stream, record.origin) + record.position.to_bytes(8, "big"))
+        self.txn.delete(self.BUFFER, _buffer_key(record.stream, record.origin, record.position))
 
     def buffered(self) -> list[InputRecord]:
         """Every buffered record, by stream, origin and position."""
         records = []
         for key, raw in sorted(self.txn.items(self.BUFFER).items()):
-            stream, _, rest = key.partition(b"\x00")  # stream ‖ 0 ‖ origin ‖ 0 ‖ u64 BE position (``_slot``)
+            stream, _, rest = key.partition(b"\x00")  # the inverse of ``_buffer_key``
             records.append(_buffered_record(stream.decode(), rest[:-9].decode(), int.from_bytes(rest[-8:], "big"), raw))
         return records
 
