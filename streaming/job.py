@@ -34,7 +34,7 @@ from streaming.pipeline import (
     seam_key,
     served_realms,
 )
-from streaming.settings import SEAM_MODES, Settings, load_settings
+from streaming.settings import JIT_MODES, SEAM_MODES, Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -285,6 +285,9 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seam", choices=SEAM_MODES,
                         help="what Stage R sends Stage S: delta (changed proof nodes, the default) or full (whole "
                              "proofs, the checking mode); outputs are the same ($PUBSUB_SEAM)")
+    parser.add_argument("--spark-jit", choices=JIT_MODES,
+                        help="how Spark's JVMs compile: c1 (quick compiler only, the default: least CPU on few cores) "
+                             "or tiered (the JVM's default, C1 then C2) ($PUBSUB_SPARK_JIT)")
     parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: .runtime/checkpoints/pipeline)")
     parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
     parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
@@ -302,6 +305,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "realms": ",".join(args.realm) if args.realm else None,
             "protocol_config": args.protocol_config,
             "seam": args.seam,
+            "spark_jit": args.spark_jit,
             "checkpoint_dir": args.checkpoint,
             "views_partitions": args.views_partitions,
             "trigger_seconds": args.trigger_seconds,

@@ -30,6 +30,10 @@ from streaming.settings import Settings
 
 __all__ = ["BrokerInfo", "EmbeddedKafka", "create_topics", "delete_topics", "ensure_kafka", "free_port", "is_serving"]
 
+BROKER_JIT_OPTIONS = ("-XX:TieredStopAtLevel=1",)
+"""The embedded broker (tests, demos, benchmarks) compiles with C1 only: its C2 threads took 6 CPU s of a 60 s
+benchmark on 2 cores, taken from the job beside it (docs/benchmarks.md, "The JVM's compiler")."""
+
 LOG4J2_PROPERTIES = """\
 status = warn
 appender.file.type = File
@@ -163,7 +167,7 @@ class EmbeddedKafka:
                 raise BrokerStartError("StorageTool format failed", config, formatted.stdout + formatted.stderr)
         with open(self.home / "broker.out", "ab") as out:
             process = subprocess.Popen(
-                [*base, "-XX:+UseG1GC", "kafka.Kafka", str(config)],
+                [*base, "-XX:+UseG1GC", *BROKER_JIT_OPTIONS, "kafka.Kafka", str(config)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
         info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port, data_dir=str(data_dir))

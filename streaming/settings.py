@@ -20,12 +20,13 @@ from pubsub_core.stages.config import Seam
 from streaming.errors import SettingsError
 from streaming.paths import runtime_dir
 
-__all__ = ["ENV_PREFIX", "Secret", "Settings", "load_settings"]
+__all__ = ["ENV_PREFIX", "JIT_MODES", "Secret", "Settings", "load_settings"]
 
 ENV_PREFIX = "PUBSUB_"
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SEAM_MODES = tuple(mode.value for mode in Seam)
+JIT_MODES = ("c1", "tiered")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ class Settings:
     seam: str | None = None
     """What Stage R sends Stage S: ``delta`` (changed nodes) or ``full`` (whole proofs, the checking mode); None:
     the protocol settings' ``seam``. The outputs are the same either way."""
+    spark_jit: str = "c1"
+    """How Spark's JVMs compile: ``c1`` (the quick compiler only) or ``tiered`` (the JVM's default, C1 then C2).
+    On two cores C2 took more CPU than the job's own work (docs/benchmarks.md, "The JVM's compiler")."""
 
     def __post_init__(self) -> None:
         if not _TOPIC.match(self.topic("x")):
@@ -92,6 +96,8 @@ class Settings:
                 raise SettingsError(name, getattr(self, name), "settings", "must be at least 1")
         if self.trigger_seconds <= 0:
             raise SettingsError("trigger_seconds", self.trigger_seconds, "settings", "must be positive")
+        if self.spark_jit not in JIT_MODES:
+            raise SettingsError("spark_jit", self.spark_jit, "settings", f"one of {JIT_MODES}")
         if self.seam is not None and self.seam not in SEAM_MODES:
             raise SettingsError("seam", self.seam, "settings", f"one of {SEAM_MODES}")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:

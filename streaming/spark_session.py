@@ -11,6 +11,8 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
 - executors on this Python (sys.executable), so they have protobuf, pyarrow and the project installed.
 - 127.0.0.1 everywhere: a session never binds to another interface.
 - two shuffle partitions (= state store instances) for a 2-core machine; UTC session time zone for determinism.
+- the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took 20 CPU s
+  of a 60 s benchmark, more than the job's own work, and a run was 1.2x faster without them (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ __all__ = ["build_spark", "connector_jars", "prepare_environment", "spark_conf"]
 
 LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+JIT_OPTIONS = {"c1": "-XX:TieredStopAtLevel=1", "tiered": ""}
+"""JVM options per ``Settings.spark_jit``."""
 
 
 def connector_jars() -> list[str]:
@@ -55,6 +59,7 @@ def prepare_environment() -> None:
 
 def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str, str]:
     """Every conf the project sets, as a dict (for the session builder and for spark-submit --conf)."""
+    java_options = f"-Dlog4j2.configurationFile={LOG4J2_CONF} {JIT_OPTIONS[settings.spark_jit]}".strip()
     conf = {
         "spark.app.name": app_name,
         "spark.master": settings.spark_master,
@@ -73,8 +78,8 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.executorEnv.PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO_ROOT)),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONF}",
-        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONF}",
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.executor.extraJavaOptions": java_options,
     }
     if not settings.spark_master.startswith("local"):
         conf["spark.cores.max"] = os.environ.get("PUBSUB_SPARK_CORES_MAX", "2")

@@ -21,6 +21,8 @@ def test_a_broker_starts_on_loopback_is_reused_and_stops(tmp_path: Path) -> None
     try:
         assert broker.started_here and info.bootstrap.startswith("127.0.0.1:")
         assert "listeners=PLAINTEXT://127.0.0.1:" in (tmp_path / "kafka" / "server.properties").read_text()
+        command = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"-XX:TieredStopAtLevel=1" in command  # C1 only: the broker leaves the cores to the job
         again = EmbeddedKafka(home=tmp_path / "kafka")
         assert again.start() == info and not again.started_here
         assert again.status() == info

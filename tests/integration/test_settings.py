@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from streaming.errors import SettingsError
 from streaming.settings import Secret, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def test_later_sources_win(tmp_path: Path) -> None:
@@ -43,6 +47,7 @@ def test_the_password_is_never_printed() -> None:
         ({"shuffle_partitions": 0}, "shuffle_partitions"),
         ({"trigger_seconds": "soon"}, "trigger_seconds"),
         ({"kafka_security_protocol": "TLS"}, "kafka_security_protocol"),
+        ({"spark_jit": "c2"}, "spark_jit"),
         ({"no_such_setting": 1}, "no_such_setting"),
     ],
 )
@@ -73,3 +78,23 @@ def test_the_seam_comes_from_the_environment_or_a_flag_and_overrides_the_protoco
     with pytest.raises(SettingsError) as refused:
         load_settings(environ={"PUBSUB_SEAM": "partial"})
     assert refused.value.name == "seam" and "delta" in refused.value.reason
+
+
+def test_the_jvm_compiler_setting_reaches_the_driver_and_the_executors() -> None:
+    from streaming.spark_session import spark_conf
+
+    assert load_settings(environ={}).spark_jit == "c1"
+    quick = spark_conf(load_settings(environ={}), "test")
+    tiered = spark_conf(load_settings(environ={"PUBSUB_SPARK_JIT": "tiered"}), "test")
+    for side in ("driver", "executor"):
+        options = quick[f"spark.{side}.extraJavaOptions"].split()
+        assert "-XX:TieredStopAtLevel=1" in options and any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+        assert not any(o.startswith("-XX:TieredStopAtLevel") for o in tiered[f"spark.{side}.extraJavaOptions"].split())
+    assert load_settings(overrides={"spark_jit": "c1"}, environ={"PUBSUB_SPARK_JIT": "tiered"}).spark_jit == "c1"
+
+
+@pytest.mark.spark
+def test_the_running_jvm_compiles_with_c1_only(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" in arguments
