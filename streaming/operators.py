@@ -56,7 +56,10 @@ __all__ = [
     "subscriber_rows",
 ]
 
-OUTPUT_SCHEMA = "topic string, key string, value string, headers array<struct<key:string,value:binary>>"
+OUTPUT_SCHEMA = "topic string, key string, value string, id string"
+"""What the operators yield: plain strings, converted by column (the pipeline turns ``id`` into the sink's
+``headers`` in the JVM). A headers column of lists of structs built in Python cost 0.33 s of the Python worker's
+time for Stage R's 27,340 rows of the issue-11 log against 0.04 s for this (7.5x)."""
 
 NAMESPACE_PAGES = 16
 """Pages per state namespace: a batch loads and writes only the pages it touches (one MapState call each)."""
@@ -228,14 +231,14 @@ def _kafka_rows(frames: Iterator[Any]) -> list[KafkaRow]:
 
 
 def _frame(rows: Sequence[OutRow]) -> Any:
-    """Rows for the Kafka sink as one pandas DataFrame (OUTPUT_SCHEMA), so pyarrow converts them by column."""
+    """Rows as one pandas DataFrame (OUTPUT_SCHEMA), so pyarrow converts them by column."""
     import pandas as pd
 
     return pd.DataFrame({
         "topic": [row.topic for row in rows],
         "key": [row.key for row in rows],
         "value": [row.value for row in rows],
-        "headers": [[{"key": "id", "value": row.id.encode()}] for row in rows],
+        "id": [row.id for row in rows],
     })
 
 

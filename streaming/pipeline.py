@@ -85,6 +85,14 @@ def _source(spark: SparkSession, settings: Settings, pattern: str) -> DataFrame:
     return reader.load()
 
 
+def _with_headers(out: DataFrame) -> DataFrame:
+    """The operators' rows as the Kafka sink takes them: the ``id`` column becomes the record's ``id`` header."""
+    from pyspark.sql import functions as F
+
+    header = F.struct(F.lit("id").alias("key"), F.col("id").cast("binary").alias("value"))
+    return out.select("topic", "key", "value", F.array(header).alias("headers"))
+
+
 def _observed(out: DataFrame, name: str) -> DataFrame:
     """Per-batch counts of records out per topic kind, and the sealed heights (``realm:number``)."""
     from pyspark.sql import functions as F
@@ -122,7 +130,7 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
     out = rows.groupBy("realm").transformWithStateInPandas(
         statefulProcessor=RelayOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
         timeMode="None")
-    return _sink(_observed(out, "relay"), settings, settings.checkpoint_dir / "relay", names.relay, available_now)
+    return _sink(_observed(_with_headers(out), "relay"), settings, settings.checkpoint_dir / "relay", names.relay, available_now)
 
 
 def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
@@ -140,7 +148,7 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
     out = rows.groupBy("realm", "subscriber").transformWithStateInPandas(
         statefulProcessor=SubscriberOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
         timeMode="None")
-    return _sink(_observed(out, "subscribers"), settings, settings.checkpoint_dir / "subscribers",
+    return _sink(_observed(_with_headers(out), "subscribers"), settings, settings.checkpoint_dir / "subscribers",
                  names.subscribers, available_now)
 
 

@@ -213,7 +213,7 @@ def test_stage_r_hands_each_block_s_views_out_as_soon_as_the_block_is_applied() 
 
 
 def test_the_spark_adapters_carry_rows_both_ways_unchanged() -> None:
-    """Input DataFrames -> KafkaRow (nulls, bytes, ints) and OutRow -> the sink's DataFrame (id header)."""
+    """Input DataFrames -> KafkaRow (nulls, bytes, ints) and OutRow -> the operator's DataFrame (OUTPUT_SCHEMA)."""
     import pandas as pd
 
     from streaming.operators import _frame, _kafka_rows
@@ -225,8 +225,8 @@ def test_the_spark_adapters_carry_rows_both_ways_unchanged() -> None:
         KafkaRow("r.blocks", 1, 7, None, b"v")]
     out = _frame([OutRow("r.events", "5", '{"a":1}', "id/5"), OutRow("r.seals", "", "{}", "s")])
     assert out.to_dict("records") == [
-        {"topic": "r.events", "key": "5", "value": '{"a":1}', "headers": [{"key": "id", "value": b"id/5"}]},
-        {"topic": "r.seals", "key": "", "value": "{}", "headers": [{"key": "id", "value": b"s"}]}]
+        {"topic": "r.events", "key": "5", "value": '{"a":1}', "id": "id/5"},
+        {"topic": "r.seals", "key": "", "value": "{}", "id": "s"}]
 
 
 def test_stage_r_takes_a_batch_s_genesis_first_and_its_blocks_last() -> None:
