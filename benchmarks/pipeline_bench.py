@@ -516,10 +516,10 @@ def machine() -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------------ run
 def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
-        cuts: Sequence[int | None] = CUTS) -> dict[str, Any]:
+        cuts: Sequence[int | None] = CUTS, spark_jit: str = "c1") -> dict[str, Any]:
     logs = load_logs(names)
     steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5)
-    results: dict[str, Any] = {"machine": machine(), "workload_spec": dataclasses.asdict(WORKLOAD),
+    results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit, "workload_spec": dataclasses.asdict(WORKLOAD),
                                "issue11_spec": dataclasses.asdict(ISSUE11), "cuts": list(cuts), "logs": {}}
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -549,7 +549,7 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
                 info = broker.start()
                 broker_seconds = time.perf_counter() - t0
                 settings = load_settings(overrides={"kafka_bootstrap": info.bootstrap, "spark_master": "local[2]",
-                                                    "views_partitions": VIEWS_PARTITIONS,
+                                                    "views_partitions": VIEWS_PARTITIONS, "spark_jit": spark_jit,
                                                     "checkpoint_dir": scratch / "checkpoint"}, environ={})
                 log(f"broker at {info.bootstrap} in {broker_seconds:.1f}s")
                 done()
@@ -644,6 +644,7 @@ def target_table(results: dict[str, Any]) -> str:
 
 Publishes/s, the job's wall time around `run_job` (available-now, both queries, every batch) beside the \
 simulator on the same lines in the same run; every job run checked record for record against the simulator. \
+Spark's JVM compiles with {results.get("spark_jit", "c1")} (`--spark-jit`). \
 The fixed cost of a run is a run on the 7-line examples/minimal.jsonl on the warm JVM at the end: \
 {fixed:.1f} s wall, of which one batch costs {per_batch} however few rows it has. \
 "Net" is the job less that fixed cost.
@@ -1016,6 +1017,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="measure only this log (repeatable; default: all)")
     parser.add_argument("--quick", action="store_true",
                         help="no MapState replay and no maxOffsetsPerTrigger run: print only the target-2 table")
+    parser.add_argument("--spark-jit", choices=("c1", "tiered"), default="c1",
+                        help="how Spark's JVM compiles (the job's spark_jit setting; default c1, as the job)")
     parser.add_argument("--keep-scratch", action="store_true", help="keep the broker, checkpoints and Spark log")
     parser.add_argument("--from-results", action="store_true",
                         help="do not measure: render the section (and plot) again from benchmarks/results/pipeline.json")
@@ -1032,7 +1035,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PUBSUB_RUNTIME_DIR"] = str(scratch / "runtime")  # Spark's log and anything else: not .runtime/
     ok = False
     try:
-        results = run(scratch, skip_job=args.skip_job, names=args.logs or LOG_NAMES, cuts=() if args.quick else CUTS)
+        results = run(scratch, skip_job=args.skip_job, names=args.logs or LOG_NAMES, cuts=() if args.quick else CUTS,
+                      spark_jit=args.spark_jit)
         ok = all(e.get(run, {}).get("verify", {}).get("ok", True) for e in results["logs"].values()
                  for run in ("job", "job_cut")) and all(
             r["outputs_equal_simulator"] for e in results["logs"].values() for r in e["replay"])
