@@ -12,7 +12,8 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
 - 127.0.0.1 everywhere: a session never binds to another interface.
 - two shuffle partitions (= state store instances) for a 2-core machine; UTC session time zone for determinism.
 - the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took 20 CPU s
-  of a 60 s benchmark, more than the job's own work, and a run was 1.2x faster without them (docs/benchmarks.md).
+  of a 60 s benchmark, more than the job's own work; without them Spark's JVM used 1.6-1.9x less CPU on the
+  issue-11 log and live latency fell too (docs/benchmarks.md, "The JVM's compiler").
 """
 
 from __future__ import annotations
