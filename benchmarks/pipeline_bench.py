@@ -48,6 +48,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from producers.workload import WorkloadSpec, generate
+from streaming.settings import JIT_MODES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "benchmarks" / "results" / "pipeline.md"
@@ -1017,7 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="measure only this log (repeatable; default: all)")
     parser.add_argument("--quick", action="store_true",
                         help="no MapState replay and no maxOffsetsPerTrigger run: print only the target-2 table")
-    parser.add_argument("--spark-jit", choices=("c1", "tiered"), default="c1",
+    parser.add_argument("--spark-jit", choices=JIT_MODES, default="c1",
                         help="how Spark's JVM compiles (the job's spark_jit setting; default c1, as the job)")
     parser.add_argument("--keep-scratch", action="store_true", help="keep the broker, checkpoints and Spark log")
     parser.add_argument("--from-results", action="store_true",

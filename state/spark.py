@@ -142,12 +142,14 @@ class SparkStateBackend:
         return page
 
     def _memo(self, namespace: str) -> dict[bytes, int]:
+        """The namespace's key -> page memo."""
         memo = self._page_memo.get(namespace)
         if memo is None:
             memo = self._page_memo[namespace] = {}
         return memo
 
     def _page_list(self, namespace: str) -> list[dict[bytes, bytes] | None]:
+        """The namespace's pages by number, None where not loaded yet."""
         pages = self._cache.get(namespace)
         if pages is None:
             pages = self._cache[namespace] = [None] * self.page_count(namespace)

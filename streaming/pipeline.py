@@ -130,7 +130,8 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
     out = rows.groupBy("realm").transformWithStateInPandas(
         statefulProcessor=RelayOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
         timeMode="None")
-    return _sink(_observed(_with_headers(out), "relay"), settings, settings.checkpoint_dir / "relay", names.relay, available_now)
+    return _sink(_observed(_with_headers(out), "relay"), settings, settings.checkpoint_dir / "relay", names.relay,
+                 available_now)
 
 
 def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
