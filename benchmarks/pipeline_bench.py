@@ -48,7 +48,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from producers.workload import WorkloadSpec, generate
-from streaming.settings import JIT_MODES
+from streaming.settings import JIT_MODES, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "benchmarks" / "results" / "pipeline.md"
@@ -517,11 +517,11 @@ def machine() -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------------ run
 def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
-        cuts: Sequence[int | None] = CUTS, spark_jit: str = "c1") -> dict[str, Any]:
+        cuts: Sequence[int | None] = CUTS, spark_jit: str = Settings.spark_jit) -> dict[str, Any]:
     logs = load_logs(names)
     steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5)
-    results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit, "workload_spec": dataclasses.asdict(WORKLOAD),
-                               "issue11_spec": dataclasses.asdict(ISSUE11), "cuts": list(cuts), "logs": {}}
+    results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit,
+                               "workload_spec": dataclasses.asdict(WORKLOAD), "issue11_spec": dataclasses.asdict(ISSUE11), "cuts": list(cuts), "logs": {}}
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:
@@ -1018,7 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="measure only this log (repeatable; default: all)")
     parser.add_argument("--quick", action="store_true",
                         help="no MapState replay and no maxOffsetsPerTrigger run: print only the target-2 table")
-    parser.add_argument("--spark-jit", choices=JIT_MODES, default="c1",
+    parser.add_argument("--spark-jit", choices=JIT_MODES, default=Settings.spark_jit,
                         help="how Spark's JVM compiles (the job's spark_jit setting; default c1, as the job)")
     parser.add_argument("--keep-scratch", action="store_true", help="keep the broker, checkpoints and Spark log")
     parser.add_argument("--from-results", action="store_true",

@@ -26,13 +26,9 @@ from confluent_kafka.admin import AdminClient
 from producers.topics import create_topics as generic_topics
 from streaming.errors import BrokerError, BrokerStartError, JarsMissingError, tail
 from streaming.paths import jvm_lib_dir, runtime_dir
-from streaming.settings import Settings
+from streaming.settings import JIT_JAVA_OPTIONS, Settings
 
 __all__ = ["BrokerInfo", "EmbeddedKafka", "create_topics", "delete_topics", "ensure_kafka", "free_port", "is_serving"]
-
-BROKER_JIT_OPTIONS = ("-XX:TieredStopAtLevel=1",)
-"""The embedded broker (tests, demos, benchmarks) compiles with C1 only: its C2 threads took 6 CPU s of a 60 s
-benchmark on 2 cores, taken from the job beside it (docs/benchmarks.md, "The JVM's compiler")."""
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -167,7 +163,9 @@ class EmbeddedKafka:
                 raise BrokerStartError("StorageTool format failed", config, formatted.stdout + formatted.stderr)
         with open(self.home / "broker.out", "ab") as out:
             process = subprocess.Popen(
-                [*base, "-XX:+UseG1GC", *BROKER_JIT_OPTIONS, "kafka.Kafka", str(config)],
+                # C1 only, whatever the job's spark_jit: this broker's C2 threads took 6 CPU s of a 60 s benchmark
+                # on 2 cores, taken from the job beside it (docs/benchmarks.md, "The JVM's compiler").
+                [*base, "-XX:+UseG1GC", *JIT_JAVA_OPTIONS["c1"], "kafka.Kafka", str(config)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
         info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port, data_dir=str(data_dir))

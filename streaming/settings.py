@@ -20,13 +20,15 @@ from pubsub_core.stages.config import Seam
 from streaming.errors import SettingsError
 from streaming.paths import runtime_dir
 
-__all__ = ["ENV_PREFIX", "JIT_MODES", "Secret", "Settings", "load_settings"]
+__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "Secret", "Settings", "load_settings"]
 
 ENV_PREFIX = "PUBSUB_"
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SEAM_MODES = tuple(mode.value for mode in Seam)
-JIT_MODES = ("c1", "tiered")
+JIT_JAVA_OPTIONS: dict[str, tuple[str, ...]] = {"c1": ("-XX:TieredStopAtLevel=1",), "tiered": ()}
+"""The JVM options of each ``spark_jit`` mode (the embedded broker always takes the ``c1`` ones)."""
+JIT_MODES = tuple(JIT_JAVA_OPTIONS)
 
 
 @dataclass(frozen=True)

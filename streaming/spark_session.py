@@ -13,7 +13,8 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
 - two shuffle partitions (= state store instances) for a 2-core machine; UTC session time zone for determinism.
 - the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took 20 CPU s
   of a 60 s benchmark, more than the job's own work; without them Spark's JVM used 1.6-1.9x less CPU on the
-  issue-11 log and live latency fell too (docs/benchmarks.md, "The JVM's compiler").
+  issue-11 log and live latency fell over the first minute, though not over three (docs/benchmarks.md, "The
+  JVM's compiler").
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from streaming.errors import JarsMissingError
 from streaming.paths import REPO_ROOT, jvm_lib_dir
-from streaming.settings import Settings
+from streaming.settings import JIT_JAVA_OPTIONS, Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,8 +37,6 @@ __all__ = ["build_spark", "connector_jars", "prepare_environment", "spark_conf"]
 
 LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-JIT_OPTIONS = {"c1": "-XX:TieredStopAtLevel=1", "tiered": ""}
-"""JVM options per ``Settings.spark_jit``."""
 
 
 def connector_jars() -> list[str]:
@@ -60,7 +59,7 @@ def prepare_environment() -> None:
 
 def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str, str]:
     """Every conf the project sets, as a dict (for the session builder and for spark-submit --conf)."""
-    java_options = f"-Dlog4j2.configurationFile={LOG4J2_CONF} {JIT_OPTIONS[settings.spark_jit]}".strip()
+    java_options = " ".join((f"-Dlog4j2.configurationFile={LOG4J2_CONF}", *JIT_JAVA_OPTIONS[settings.spark_jit]))
     conf = {
         "spark.app.name": app_name,
         "spark.master": settings.spark_master,
