@@ -39,10 +39,17 @@ __all__ = [
 ]
 
 FETCH_BYTES = 64 * 1024 * 1024
+SOURCE_FETCH_WAIT_MS = 20
 KAFKA_LIMITS = {
     # a view or an input may pass Kafka's 1 MB default: read and write records up to the topics' 16 MiB
     "source": {"kafka.max.partition.fetch.bytes": str(FETCH_BYTES), "kafka.fetch.max.bytes": str(FETCH_BYTES),
                "kafka.metadata.max.age.ms": "2000",
+               # How long the broker may hold a fetch that finds nothing new (Kafka's default: 500 ms). Spark keeps
+               # its consumers in a pool across batches, and a consumer's next fetch waited out this hold at every
+               # batch (a fetch sent ahead at the end of the last one, parked at the log end); the source stage
+               # took 0.5-0.7 s per batch on a few rows, 0.09-0.10 s with 20 ms (benchmarks/latency_bench, p50).
+               # Spark's consumers fetch only inside a task, so a short hold costs no idle traffic.
+               "kafka.fetch.max.wait.ms": str(SOURCE_FETCH_WAIT_MS),
                # the block author writes each block in a transaction: an aborted (fenced, killed) block is never read
                "kafka.isolation.level": "read_committed"},
     "sink": {"kafka.max.request.size": str(32 * 1024 * 1024), "kafka.compression.type": "lz4", "kafka.acks": "all",

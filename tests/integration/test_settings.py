@@ -98,3 +98,13 @@ def test_the_running_jvm_compiles_with_c1_only(spark: SparkSession) -> None:
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert "-XX:TieredStopAtLevel=1" in arguments
+
+
+def test_the_kafka_source_bounds_the_brokers_fetch_hold() -> None:
+    """Spark's pooled consumers met, at every batch, a fetch the broker held at the log end for Kafka's default
+    500 ms; the source asks for a short hold (streaming/pipeline.py says what it measured)."""
+    from streaming.pipeline import KAFKA_LIMITS
+
+    source = KAFKA_LIMITS["source"]
+    assert int(source["kafka.fetch.max.wait.ms"]) <= 50
+    assert source["kafka.isolation.level"] == "read_committed"
