@@ -17,7 +17,7 @@ What it measures, per log (examples/busy.jsonl and a seeded workload of more tha
    session (``build_spark``), then a first job run on the 7-line examples/minimal.jsonl (first queries, Python
    workers, state stores), and a second one at the end (the fixed cost of any run on a warm JVM).
 2. MapState calls per batch per stage. The same log replayed through ``relay_rows`` and ``subscriber_rows``
-   with the job's backend (``SparkStateBackend(..., default_pages=NAMESPACE_PAGES, defer_writes=True, page_directory=True)``) over a
+   with the job's backend (``streaming.operators.page_backend``) over a
    dict-backed MapState that counts getValue / updateValue / removeKey and the bytes they move. The input is cut
    into micro-batches as maxOffsetsPerTrigger would (Spark's per-partition proration), the seam records are
    partitioned as the Kafka sink would (murmur2 of the key), and the replay's outputs are compared with the
@@ -395,7 +395,7 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
     """The log through relay_rows / subscriber_rows over counting MapStates, cut as maxOffsetsPerTrigger=limit."""
     from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
     from state.spark import SparkStateBackend
-    from streaming.operators import NAMESPACE_PAGES, KafkaRow, relay_rows, subscriber_rows
+    from streaming.operators import KafkaRow, page_backend, relay_rows, subscriber_rows
 
     config = SimulatorConfig()
     router = LineRouter(config.default_realm)
@@ -429,7 +429,7 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
             for key in sorted(groups):
                 state = states.setdefault(key, CountingMapState())
                 before = state.snapshot()
-                backend = SparkStateBackend(state, default_pages=NAMESPACE_PAGES, defer_writes=True, page_directory=True)
+                backend = page_backend(state)
                 produced += call(key, groups[key], backend)
                 backend.flush()
                 backend_calls += backend.jvm_calls
@@ -778,8 +778,8 @@ first batch less the mean of the others |
 ### MapState calls per micro-batch
 
 The same logs replayed through `relay_rows` (Stage R, one group per realm) and `subscriber_rows` (Stage S, \
-one group per subscriber) with the job's backend, `SparkStateBackend(mapstate, default_pages=NAMESPACE_PAGES, \
-defer_writes=True)`, over a dict-backed MapState that counts its calls: each one is a JVM round trip in the job \
+one group per subscriber) with the job's backend (`streaming.operators.page_backend`: a namespace is one page \
+until it passes 16 KiB, then 16), over a dict-backed MapState that counts its calls: each one is a JVM round trip in the job \
 (about 80 us). The input is cut as maxOffsetsPerTrigger would cut it (Spark's per-partition proration over the \
 input topics; seam records partitioned by murmur2 of the key over {VIEWS_PARTITIONS} partitions, as the Kafka \
 sink does), each stage's state persisting across batches. Calls and KiB are per micro-batch of the stage (summed \
@@ -805,8 +805,7 @@ calls per group | calls per row | KiB read/batch mean | max | KiB written/batch 
                     f"{st['bytes_written']['mean'] / 1024:,.1f} | {st['bytes_written']['max'] / 1024:,.1f} | "
                     f"{st['seconds']:.2f} | {'yes' if r['outputs_equal_simulator'] else '**NO**'} |\n")
     parts.append("""
-Where the calls go (whole log; a namespace is split into `NAMESPACE_PAGES` = 16 pages, and a \
-`scan` of a namespace reads all 16, whether a page exists or not):
+Where the calls go (whole log; a `scan` of a namespace reads each of its pages the page directory lists):
 
 | log | maxOffsetsPerTrigger | stage | groups | MapState calls | getValue of a page that does not exist | \
 top namespace families (share of calls) |

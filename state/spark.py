@@ -5,6 +5,11 @@ a namespace is stored as `pages` values (default 1) under the MapState key (name
 page's entries in one deterministic encoding. A read or write touches each needed page once per backend instance:
 a micro-batch of protocol work for one grouping key costs a few calls per namespace, whatever the entry count.
 
+With ``single_page_bytes`` (and the page directory, which records each namespace's page count), a new namespace
+starts as one page and is split into ``default_pages`` pages once that page passes the size: most namespaces are
+small, and a batch that touches a few of their keys then costs one call to read and one to write them instead of
+one per page touched. A namespace stored before keeps its page count (the directory records none for it).
+
 This module does not import pyspark. The stateful processor (streaming/) declares the MapState in its init():
 
     pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
@@ -32,13 +37,15 @@ __all__ = [
     "SparkStateBackend",
     "decode_page",
     "encode_page",
+    "encoded_size",
 ]
 
 PAGES_STATE_NAME = "pubsub_pages"
 PAGE_KEY_SCHEMA = "namespace string, page int"
 PAGE_VALUE_SCHEMA = "data binary"
 DIRECTORY_KEY = ("pubsub.directory", -1)
-"""Where ``page_directory`` keeps the list of stored pages (no namespace has page -1)."""
+"""Where ``page_directory`` keeps the list of stored pages (no namespace has page -1). Each entry's value is the
+namespace's page count as a u32, or empty for ``default_pages`` (all a directory written before it holds)."""
 
 _LEN = struct.Struct(">I")
 
@@ -70,6 +77,11 @@ def encode_page(entries: Mapping[bytes, bytes]) -> bytes:
         value = entries[key]
         parts += [_LEN.pack(len(key)), key, _LEN.pack(len(value)), value]
     return b"".join(parts)
+
+
+def encoded_size(entries: Mapping[bytes, bytes]) -> int:
+    """``len(encode_page(entries))`` without encoding."""
+    return _LEN.size * (1 + 2 * len(entries)) + sum(len(key) + len(value) for key, value in entries.items())
 
 
 def decode_page(data: bytes, namespace: str = "?", page: int = 0) -> dict[bytes, bytes]:
@@ -105,13 +117,18 @@ class SparkStateBackend:
         default_pages: int = 1,
         defer_writes: bool = False,
         page_directory: bool = False,
+        single_page_bytes: int | None = None,
     ):
         """``defer_writes`` keeps changed pages in memory until ``flush()``: a stage that commits once per
         input record then still writes each page once per micro-batch (Spark commits the batch atomically).
         ``page_directory`` keeps the list of stored pages in one MapState entry, read once per instance, so a
-        page that does not exist costs no call (many small namespaces otherwise miss on most of their pages)."""
+        page that does not exist costs no call (many small namespaces otherwise miss on most of their pages).
+        ``single_page_bytes`` (needs the directory): a namespace not in ``pages`` starts as one page and is split
+        into ``default_pages`` once its page would be written larger than this."""
         if default_pages < 1 or any(count < 1 for count in (pages or {}).values()):
             raise ValueError("a namespace needs at least one page")
+        if single_page_bytes is not None and not page_directory:
+            raise ValueError("single_page_bytes needs the page directory (it records each namespace's page count)")
         self._state = pages_state
         self._pages = dict(pages or {})
         self._default_pages = default_pages
@@ -121,13 +138,26 @@ class SparkStateBackend:
         self._dirty: set[tuple[str, int]] = set()
         self._use_directory = page_directory
         self._directory: set[tuple[str, int]] | None = None
+        self._single_page_bytes = single_page_bytes
+        self._counts: dict[str, int] = {}
+        """Page counts of the namespaces the directory records or this instance has decided (adaptive mode)."""
         self._page_memo: dict[str, dict[bytes, int]] = {}
         self.stats = BackendStats()
         self.jvm_calls = 0
         """MapState calls made (the cost that matters on Spark)."""
 
     def page_count(self, namespace: str) -> int:
-        return self._pages.get(namespace, self._default_pages)
+        fixed = self._pages.get(namespace)
+        if fixed is not None:
+            return fixed
+        if not self._use_directory:
+            return self._default_pages
+        count = self._counts.get(namespace)
+        if count is None:
+            self._stored_pages()  # the directory records the page count of every stored namespace
+            # Not stored: a new namespace starts as one page in adaptive mode.
+            count = self._counts.setdefault(namespace, self._default_pages if self._single_page_bytes is None else 1)
+        return count
 
     def page_of(self, namespace: str, key: bytes) -> int:
         """The page holding `key`: a stable hash (blake2b), never Python's salted hash()."""
@@ -163,7 +193,11 @@ class SparkStateBackend:
             data = bytes(stored[0]) if stored is not None and stored[0] is not None else b""
             self.stats.bytes_read += len(data)
             entries = decode_page(data, DIRECTORY_KEY[0], DIRECTORY_KEY[1]) if data else {}
-            self._directory = {(raw[:-4].decode(), int.from_bytes(raw[-4:], "big")) for raw in entries}
+            self._directory = set()
+            for raw, count in entries.items():
+                namespace = raw[:-4].decode()
+                self._directory.add((namespace, int.from_bytes(raw[-4:], "big")))
+                self._counts.setdefault(namespace, _LEN.unpack(count)[0] if count else self._default_pages)
         return self._directory
 
     def _load(self, namespace: str, page: int) -> dict[bytes, bytes]:
@@ -231,9 +265,32 @@ class SparkStateBackend:
         self._store(self._dirty)
         self._dirty = set()
 
+    def _split_if_large(self, touched: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        """``touched`` with every page of each one-page namespace whose page outgrew ``single_page_bytes``, its
+        entries redistributed over ``default_pages`` pages (adaptive mode; an explicit ``pages`` count is kept)."""
+        limit = self._single_page_bytes
+        if limit is None or self._default_pages == 1:
+            return touched
+        split = set(touched)
+        for namespace, page in sorted(touched):
+            if namespace in self._pages or self.page_count(namespace) != 1:
+                continue
+            entries = self._load(namespace, page)
+            if encoded_size(entries) <= limit:
+                continue
+            count = self._counts[namespace] = self._default_pages
+            self._page_memo.pop(namespace, None)
+            pages: list[dict[bytes, bytes] | None] = [{} for _ in range(count)]
+            self._cache[namespace] = pages
+            for key, value in entries.items():
+                self._load(namespace, self.page_of(namespace, key))[key] = value
+            split |= {(namespace, n) for n in range(count)}
+        return split
+
     def _store(self, touched: set[tuple[str, int]]) -> None:
         directory = self._stored_pages() if self._use_directory else None
-        before = None if directory is None else set(directory)
+        before = None if directory is None else {(ns, page, self.page_count(ns)) for ns, page in directory}
+        touched = self._split_if_large(touched)
         for namespace, page in sorted(touched):
             stored = self._load(namespace, page)
             if stored:
@@ -248,10 +305,15 @@ class SparkStateBackend:
                 self._state.removeKey((namespace, page))
                 if directory is not None:
                     directory.discard((namespace, page))
-        if directory is not None and directory != before:
+        if directory is not None and {(ns, page, self.page_count(ns)) for ns, page in directory} != before:
             self.jvm_calls += 1
             if directory:
-                entries = {ns.encode() + page.to_bytes(4, "big"): b"" for ns, page in directory}
+                entries = {ns.encode() + page.to_bytes(4, "big"): self._count_entry(ns) for ns, page in directory}
                 self._state.updateValue(DIRECTORY_KEY, (encode_page(entries),))
             else:
                 self._state.removeKey(DIRECTORY_KEY)
+
+    def _count_entry(self, namespace: str) -> bytes:
+        """The directory's value for a page of ``namespace``: its page count, empty for ``default_pages``."""
+        count = self.page_count(namespace)
+        return b"" if count == self._default_pages else _LEN.pack(count)

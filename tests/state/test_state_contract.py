@@ -38,6 +38,8 @@ BACKENDS: dict[str, Callable[[], StateBackend]] = {
     "spark-pages": lambda: SparkStateBackend(DictMapState(), default_pages=4, page_directory=True),
     "spark-deferred": lambda: SparkStateBackend(DictMapState(), default_pages=16, defer_writes=True,
                                                 page_directory=True),
+    "spark-adaptive": lambda: SparkStateBackend(DictMapState(), default_pages=16, page_directory=True,
+                                                single_page_bytes=64),
 }
 
 
@@ -215,3 +217,64 @@ def test_a_page_emptied_leaves_the_directory_and_the_store() -> None:
     txn.commit()
     assert mapstate.entries == {}
     assert StateTransaction(SparkStateBackend(mapstate, default_pages=2, page_directory=True)).items("ns") == {}
+
+
+def _adaptive(mapstate: DictMapState, limit: int = 200) -> SparkStateBackend:
+    return SparkStateBackend(mapstate, default_pages=16, defer_writes=True, page_directory=True,
+                             single_page_bytes=limit)
+
+
+def _write(backend: SparkStateBackend, namespace: str, entries: dict[bytes, bytes]) -> None:
+    txn = StateTransaction(backend)
+    for key, value in entries.items():
+        txn.put(namespace, key, value)
+    txn.commit()
+    backend.flush()
+
+
+def test_a_small_namespace_is_one_page_read_and_written_with_one_call_each() -> None:
+    mapstate = DictMapState()
+    entries = {bytes([n]): b"v" for n in range(10)}
+    _write(_adaptive(mapstate), "small", entries)
+    assert sorted(key for key in mapstate.entries if key[0] == "small") == [("small", 0)]
+    mapstate.calls = 0
+    backend = _adaptive(mapstate)
+    assert StateTransaction(backend).get_many("small", list(entries)) == entries
+    assert mapstate.calls == 2  # the directory, the one page
+    for fixed_reader in (SparkStateBackend(mapstate, default_pages=16, page_directory=True),):
+        assert StateTransaction(fixed_reader).items("small") == entries  # any reader with the directory agrees
+
+
+def test_a_namespace_that_outgrows_its_page_is_split_and_reads_back_whole() -> None:
+    mapstate = DictMapState()
+    entries = {n.to_bytes(2, "big"): b"x" * 20 for n in range(40)}  # about 1 KB: past the 200-byte limit
+    _write(_adaptive(mapstate), "grown", dict(list(entries.items())[:3]))
+    assert [key for key in mapstate.entries if key[0] == "grown"] == [("grown", 0)]
+    _write(_adaptive(mapstate), "grown", entries)
+    pages = {key[1] for key in mapstate.entries if key[0] == "grown"}
+    assert len(pages) > 1 and pages <= set(range(16))
+    assert StateTransaction(_adaptive(mapstate)).items("grown") == entries
+    assert StateTransaction(SparkStateBackend(mapstate, default_pages=16, page_directory=True)).items("grown") == entries
+    split = _adaptive(mapstate)
+    assert split.page_count("grown") == 16 and split.page_count("new") == 1
+
+
+def test_a_namespace_stored_before_keeps_its_pages() -> None:
+    """State written without single_page_bytes (every namespace on 16 pages) stays readable and keeps its layout."""
+    mapstate = DictMapState()
+    entries = {bytes([n]): b"v" for n in range(30)}
+    _write(SparkStateBackend(mapstate, default_pages=16, defer_writes=True, page_directory=True), "old", entries)
+    before = {key for key in mapstate.entries if key[0] == "old"}
+    assert len(before) > 1
+    backend = _adaptive(mapstate)
+    assert StateTransaction(backend).items("old") == entries
+    _write(backend, "old", {b"\x00": b"changed"})
+    _write(backend, "fresh", {b"k": b"v"})
+    assert {key for key in mapstate.entries if key[0] == "old"} == before
+    assert StateTransaction(_adaptive(mapstate)).items("old") == {**entries, b"\x00": b"changed"}
+    assert [key for key in mapstate.entries if key[0] == "fresh"] == [("fresh", 0)]
+
+
+def test_single_page_bytes_needs_the_directory() -> None:
+    with pytest.raises(ValueError, match="directory"):
+        SparkStateBackend(DictMapState(), default_pages=16, single_page_bytes=100)
