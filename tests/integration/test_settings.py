@@ -9,6 +9,7 @@ import pytest
 
 from streaming.errors import SettingsError
 from streaming.settings import Secret, load_settings
+from streaming.spark_session import CHECKPOINT_FILE_MANAGER
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -108,3 +109,14 @@ def test_the_kafka_source_bounds_the_brokers_fetch_hold() -> None:
     source = KAFKA_LIMITS["source"]
     assert int(source["kafka.fetch.max.wait.ms"]) <= 50
     assert source["kafka.isolation.level"] == "read_committed"
+
+
+@pytest.mark.spark
+def test_checkpoint_files_go_through_the_file_system_api(spark: SparkSession, tmp_path: Path) -> None:
+    """The manager Spark resolves for a checkpoint folder (offset and commit logs, state changelogs) is the
+    FileSystem-based one: FileContext's local rename starts a readlink process per path it checks."""
+    jvm = spark.sparkContext._jvm
+    hadoop_conf = spark._jsparkSession.sessionState().newHadoopConf()
+    path = jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri())
+    manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(path, hadoop_conf)
+    assert manager.getClass().getName() == CHECKPOINT_FILE_MANAGER
