@@ -37,7 +37,6 @@ __all__ = [
     "SparkStateBackend",
     "decode_page",
     "encode_page",
-    "encoded_size",
 ]
 
 PAGES_STATE_NAME = "pubsub_pages"
@@ -79,7 +78,7 @@ def encode_page(entries: Mapping[bytes, bytes]) -> bytes:
     return b"".join(parts)
 
 
-def encoded_size(entries: Mapping[bytes, bytes]) -> int:
+def _encoded_size(entries: Mapping[bytes, bytes]) -> int:
     """``len(encode_page(entries))`` without encoding."""
     return _LEN.size * (1 + 2 * len(entries)) + sum(len(key) + len(value) for key, value in entries.items())
 
@@ -276,7 +275,7 @@ class SparkStateBackend:
             if namespace in self._pages or self.page_count(namespace) != 1:
                 continue
             entries = self._load(namespace, page)
-            if encoded_size(entries) <= limit:
+            if _encoded_size(entries) <= limit:
                 continue
             count = self._counts[namespace] = self._default_pages
             self._page_memo.pop(namespace, None)

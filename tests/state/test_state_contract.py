@@ -278,3 +278,10 @@ def test_a_namespace_stored_before_keeps_its_pages() -> None:
 def test_single_page_bytes_needs_the_directory() -> None:
     with pytest.raises(ValueError, match="directory"):
         SparkStateBackend(DictMapState(), default_pages=16, single_page_bytes=100)
+
+
+@pytest.mark.parametrize("entries", [{}, {b"": b""}, {b"k": b"v" * 300, bytes(range(40)): b""}])
+def test_the_split_rule_measures_a_page_as_it_is_encoded(entries: dict[bytes, bytes]) -> None:
+    from state.spark import _encoded_size, encode_page
+
+    assert _encoded_size(entries) == len(encode_page(entries))
