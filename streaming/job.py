@@ -65,7 +65,15 @@ class BatchReport:
             text += " | relay height " + ", ".join(f"{realm} {n}" for realm, n in sorted(self.heights.items()))
         if self.lag is not None:
             text += f" | lag {self.lag}"
+        slow = sorted(((s, name) for name, s in self.phases.items() if s >= SHOWN_PHASE_SECONDS), reverse=True)
+        if slow:
+            text += " | " + ", ".join(f"{name} {s:.1f}s" for s, name in slow)
         return text + f" | {self.seconds:.1f}s"
+
+
+SHOWN_PHASE_SECONDS = 0.1
+"""A batch's line names the phases that took at least this long, longest first (e.g. ``addBatch 0.6s,
+queryPlanning 0.1s``): where a slow batch went, without Spark's UI."""
 
 
 @dataclass

@@ -18,7 +18,8 @@ def register(subparsers: Any) -> None:
             "Run the Spark job: read every realm's input topics (<realm>.genesis|upward|horizontal|extrinsics|blocks), "
             "run the relay chain per realm (Stage R) and every subscriber (Stage S) in transformWithState on RocksDB, "
             "and write <realm>.updates|events|rejected|pov|seals. It resumes from its checkpoints. One line per "
-            "micro-batch: rows in, records out per topic, relay height per realm, lag."
+            "micro-batch: rows in, records out per topic, relay height per realm, lag, the phases of the batch that "
+            "took 0.1 s or more (Spark's names: addBatch, queryPlanning, stateCommit, ...) and its time."
         ),
     )
     add_job_arguments(parser)
