@@ -530,7 +530,8 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
     logs = load_logs(names)
     steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5)
     results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit,
-                               "workload_spec": dataclasses.asdict(WORKLOAD), "issue11_spec": dataclasses.asdict(ISSUE11), "cuts": list(cuts), "logs": {}}
+                               "workload_spec": dataclasses.asdict(WORKLOAD), "issue11_spec": dataclasses.asdict(ISSUE11),
+                               "cuts": list(cuts), "logs": {}}
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:
@@ -788,8 +789,8 @@ first batch less the mean of the others |
 
 The same logs replayed through `relay_rows` (Stage R, one group per realm) and `subscriber_rows` (Stage S, \
 one group per subscriber) with the job's backend (`streaming.operators.page_backend`: a namespace is one page \
-until it passes 16 KiB, then 16), over a dict-backed MapState that counts its calls: each one is a JVM round trip in the job \
-(about 80 us). The input is cut as maxOffsetsPerTrigger would cut it (Spark's per-partition proration over the \
+until it passes 16 KiB, then 16), over a dict-backed MapState that counts its calls: each one is a JVM round \
+trip in the job (about 80 us). The input is cut as maxOffsetsPerTrigger would cut it (Spark's per-partition proration over the \
 input topics; seam records partitioned by murmur2 of the key over {VIEWS_PARTITIONS} partitions, as the Kafka \
 sink does), each stage's state persisting across batches. Calls and KiB are per micro-batch of the stage (summed \
 over the groups in it); "per group" is per `handleInputRows` call. "s" is the Python time of the operator \

@@ -264,13 +264,14 @@ class SparkStateBackend:
         self._store(self._dirty)
         self._dirty = set()
 
-    def _split_if_large(self, touched: set[tuple[str, int]]) -> set[tuple[str, int]]:
-        """``touched`` with every page of each one-page namespace whose page outgrew ``single_page_bytes``, its
-        entries redistributed over ``default_pages`` pages (adaptive mode; an explicit ``pages`` count is kept)."""
+    def _split_if_large(self, touched: set[tuple[str, int]]) -> set[str]:
+        """Split each one-page namespace of ``touched`` whose page outgrew ``single_page_bytes``: its entries
+        redistributed over ``default_pages`` pages, all of them added to ``touched`` (adaptive mode; an explicit
+        ``pages`` count is kept). Returns the namespaces split."""
         limit = self._single_page_bytes
+        split: set[str] = set()
         if limit is None or self._default_pages == 1:
-            return touched
-        split = set(touched)
+            return split
         for namespace, page in sorted(touched):
             if namespace in self._pages or self.page_count(namespace) != 1:
                 continue
@@ -283,13 +284,14 @@ class SparkStateBackend:
             self._cache[namespace] = pages
             for key, value in entries.items():
                 self._load(namespace, self.page_of(namespace, key))[key] = value
-            split |= {(namespace, n) for n in range(count)}
+            split.add(namespace)
+        touched.update((namespace, n) for namespace in split for n in range(self._default_pages))
         return split
 
     def _store(self, touched: set[tuple[str, int]]) -> None:
         directory = self._stored_pages() if self._use_directory else None
-        before = None if directory is None else {(ns, page, self.page_count(ns)) for ns, page in directory}
-        touched = self._split_if_large(touched)
+        before = None if directory is None else set(directory)
+        split = self._split_if_large(touched)
         for namespace, page in sorted(touched):
             stored = self._load(namespace, page)
             if stored:
@@ -304,7 +306,7 @@ class SparkStateBackend:
                 self._state.removeKey((namespace, page))
                 if directory is not None:
                     directory.discard((namespace, page))
-        if directory is not None and {(ns, page, self.page_count(ns)) for ns, page in directory} != before:
+        if directory is not None and (split or directory != before):  # a split namespace changed its page count
             self.jvm_calls += 1
             if directory:
                 entries = {ns.encode() + page.to_bytes(4, "big"): self._count_entry(ns) for ns, page in directory}

@@ -241,8 +241,8 @@ def test_a_small_namespace_is_one_page_read_and_written_with_one_call_each() -> 
     backend = _adaptive(mapstate)
     assert StateTransaction(backend).get_many("small", list(entries)) == entries
     assert mapstate.calls == 2  # the directory, the one page
-    for fixed_reader in (SparkStateBackend(mapstate, default_pages=16, page_directory=True),):
-        assert StateTransaction(fixed_reader).items("small") == entries  # any reader with the directory agrees
+    fixed_reader = SparkStateBackend(mapstate, default_pages=16, page_directory=True)
+    assert StateTransaction(fixed_reader).items("small") == entries  # any reader with the directory agrees
 
 
 def test_a_namespace_that_outgrows_its_page_is_split_and_reads_back_whole() -> None:
