@@ -8,9 +8,10 @@ lowercase hex in JSON; ``to_json`` returns plain dicts and ``canonical_json`` gi
 from __future__ import annotations
 
 import json
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from dataclasses import dataclass, fields, is_dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_compact, encode_u32, encode_u64
 from pubsub_core.codec.hexjson import hex_0x, unhex_0x
@@ -33,9 +34,19 @@ __all__ = [
 ]
 
 
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_ENCODE: Final = (None if c_make_encoder is None else
+                  c_make_encoder(None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, True))
+"""The C encoder ``json.dumps`` builds on every call with these options (a JSONEncoder, then its C encoder),
+built once (issue 11: 2.3 against 5.2 us for an event body, 9,300 bodies a simulator run). No circular-reference
+check (the first argument, json's ``markers``): record bodies are trees built from parsed JSON or ``to_json``."""
+
+
 def canonical_json(body: object) -> str:
-    """The byte-stable JSON text of a record body."""
-    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+    """The byte-stable JSON text of a record body: ``json.dumps(body, sort_keys=True, separators=(",", ":"))``."""
+    if _ENCODE is None:
+        return _ENCODER.encode(body)
+    return "".join(_ENCODE(body, 0))
 
 
 def _obj(body: object) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from typing import Final
 from state import MemoryBackend, StateBackend, StateTransaction
 
 from pubsub_core.envelope import Unauthenticated
-from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
@@ -330,10 +329,9 @@ class RelayStage:
             if tries.relay_root != relay_root:
                 raise StageError(f"block {header.number}: the stored relay tries do not give the sealed root")
             views = []
-            proofs = tries.prove_each([declared.get(subscriber, {}) for subscriber in subscribers])
-            hashes: dict[bytes, bytes] = {}  # node -> Blake2-256, once per node whoever's proof holds it
-            for subscriber, nodes in zip(subscribers, proofs):
-                sent, full = self._seam_nodes(book, subscriber, nodes, hashes)
+            proofs = tries.prove_each_hashed([declared.get(subscriber, {}) for subscriber in subscribers])
+            for subscriber, proof in zip(subscribers, proofs):
+                sent, full = self._seam_nodes(book, subscriber, proof)
                 pending = pending_inbound(txn, subscriber, header.number)
                 views.append(RelayView(
                     self.realm, subscriber, header.number, header.hash, relay_root, header.max_pov_size,
@@ -346,23 +344,18 @@ class RelayStage:
         return tuple(views)
 
 
-    def _seam_nodes(self, book: _Book, subscriber: int, proof: list[bytes],
-                    known: dict[bytes, bytes]) -> tuple[tuple[bytes, ...], bool]:
-        """What a view carries of the proof P_n (sorted): all of it (``full``) for a subscriber's first view
-        and under ``seam: "full"``; otherwise the nodes not in its previous view's P_{n-1}. Remembers P_n's
-        hashes either way, so the next view can be a delta whatever this one was. ``known``: node hashes
-        computed for other subscribers' proofs of the same block (they share the main-trie nodes)."""
-        hashes = []
-        for node in proof:
-            node_hash = known.get(node)
-            if node_hash is None:
-                node_hash = known[node] = blake2_256(node)
-            hashes.append(node_hash)
+    def _seam_nodes(self, book: _Book, subscriber: int, proof: dict[bytes, bytes]) -> tuple[tuple[bytes, ...], bool]:
+        """What a view carries of the proof P_n (``proof``: node -> hash; sent sorted by node): all of it
+        (``full``) for a subscriber's first view and under ``seam: "full"``; otherwise the nodes not in its
+        previous view's P_{n-1}. Remembers P_n's hashes either way, so the next view can be a delta whatever this
+        one was."""
+        nodes = sorted(proof)
+        hashes = [proof[node] for node in nodes]
         previous = book.sent_nodes(subscriber)
         book.set_sent_nodes(subscriber, hashes)
         if previous is None or self.config.seam is Seam.FULL:
-            return tuple(proof), True
-        return proof_delta(proof, hashes, previous), False
+            return tuple(nodes), True
+        return proof_delta(nodes, hashes, previous), False
 
 
 def proof_delta(proof: Sequence[bytes], hashes: Sequence[bytes], previous: Collection[bytes]) -> tuple[bytes, ...]:

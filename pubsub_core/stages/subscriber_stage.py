@@ -260,11 +260,15 @@ class _RelayMirror:
         if view.full:
             self._keep_only({blake2_256(node): node for node in view.nodes}, self.txn.items(self.NODES))
             return
+        # One backend read for the whole view (most of a delta's nodes are new, so each ``get`` went to the
+        # backend on its own): issue 11, the simulator benchmark's 58,000 received nodes.
+        hashed = [(blake2_256(node), node) for node in view.nodes]
+        txn = self.txn
+        txn.prefetch(self.NODES, [node_hash for node_hash, _ in hashed])
         added = 0
-        for node in view.nodes:
-            node_hash = blake2_256(node)
-            if self.txn.get(self.NODES, node_hash) is None:
-                self.txn.put(self.NODES, node_hash, node)
+        for node_hash, node in hashed:
+            if txn.get(self.NODES, node_hash) is None:
+                txn.put(self.NODES, node_hash, node)
                 added += 1
         if added:
             self._set_counts(self.count() + added)

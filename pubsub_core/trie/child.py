@@ -111,10 +111,16 @@ class RelayTries:
     ) -> list[list[bytes]]:
         """``prove(main_keys[i], child_keys[i])`` for each i, loading each trie's nodes once for all of them
         (Stage R proves every subscriber's keys each block, over the same tries)."""
+        return [sorted(proof) for proof in self.prove_each_hashed(child_keys, main_keys)]
+
+    def prove_each_hashed(
+        self, child_keys: Sequence[Mapping[int, Iterable[bytes]]], main_keys: Sequence[Iterable[bytes]] = ()
+    ) -> list[dict[bytes, bytes]]:
+        """``prove_each`` unsorted, with each node's hash (node -> Blake2-256, as ``Trie.prove_each_hashed``)."""
         requests = [{para_id: [bytes(k) for k in keys] for para_id, keys in request.items()} for request in child_keys]
         main: list[list[bytes]] = [[bytes(k) for k in keys] for keys in main_keys]
         main += [[] for _ in range(len(requests) - len(main))]
-        nodes: list[set[bytes]] = [set() for _ in requests]
+        nodes: list[dict[bytes, bytes]] = [{} for _ in requests]
         for i, request in enumerate(requests):
             main[i] += [prefixed_child_storage_key(para_id) for para_id in request]
         for para_id in sorted({para_id for request in requests for para_id in request}):
@@ -122,11 +128,11 @@ class RelayTries:
             if trie.is_empty():
                 continue
             asking = [i for i, request in enumerate(requests) if para_id in request]
-            for i, proof in zip(asking, trie.prove_each([requests[i][para_id] for i in asking])):
+            for i, proof in zip(asking, trie.prove_each_hashed([requests[i][para_id] for i in asking])):
                 nodes[i].update(proof)
-        for i, proof in enumerate(self.main.prove_each(main)):
+        for i, proof in enumerate(self.main.prove_each_hashed(main)):
             nodes[i].update(proof)
-        return [sorted(proof) for proof in nodes]
+        return nodes
 
 
 def _memory_store(space: bytes) -> NodeStore:

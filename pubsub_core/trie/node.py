@@ -10,14 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
+from typing import Final
 
 from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_compact
 from pubsub_core.trie.errors import MalformedNodeError
 from pubsub_core.trie.layout import HASH_LEN
+from pubsub_core.trie.memo import DecodeMemo
 
 __all__ = [
     "EMPTY_NODE",
+    "NODE_MEMO",
     "Node",
     "NodeKind",
     "decode_node",
@@ -250,15 +252,24 @@ def decode_node(data: bytes) -> Node | None:
     return Node(partial, value, value_hashed, children, bytes(data))
 
 
-@lru_cache(maxsize=1 << 14)
+NODE_MEMO: Final[DecodeMemo[Node]] = DecodeMemo(1 << 14)
+"""Decoded nodes by encoding, shared by every reader in the process (nodes are immutable); trie stores leave the
+nodes they write here too (``StateNodeStore.write``)."""
+
+
 def decode_node_cached(data: bytes) -> Node | None:
-    """``decode_node`` remembered for the last 16,384 distinct encodings (nodes are immutable, so callers may
-    share one). Issue 11: path walks and page loads decode the same few nodes again and again (246,096
-    decodes of 40,488 distinct nodes in the simulator benchmark: every subscribed key's walk starts at the
-    same roots, every relay block reloads the same pages); a hit costs a hash of the bytes instead of a
-    parse: 0.5 s of the run's 7.2 s of CPU (7%, measured interleaved against the same code without the
-    cache). Errors are not remembered: bad bytes raise again."""
-    return decode_node(data)
+    """``decode_node`` remembered in ``NODE_MEMO`` (about the last 16,384 distinct encodings). Issue 11: path
+    walks and page loads decode the same few nodes again and again (246,096 decodes of 40,488 distinct nodes in
+    the simulator benchmark: every subscribed key's walk starts at the same roots, every relay block reloads the
+    same pages); a hit costs a hash of the bytes instead of a parse: 0.5 s of the run's 7.2 s of CPU (7%,
+    measured interleaved against the same code without the cache). Errors are not remembered: bad bytes raise
+    again; neither is the empty node (None)."""
+    node = NODE_MEMO.get(data)
+    if node is None:
+        node = decode_node(data)
+        if node is not None:
+            NODE_MEMO.remember(data, node)
+    return node
 
 
 def _compact(data: bytes, pos: int, what: str) -> tuple[int, int]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Protocol
+from typing import Final, Protocol
 
 from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_compact
-from pubsub_core.trie.node import Node, decode_node_cached
+from pubsub_core.trie.memo import DecodeMemo
+from pubsub_core.trie.node import NODE_MEMO, Node, decode_node_cached
 from state.transaction import StateTransaction
 
 __all__ = ["MemoryNodeStore", "NodeStore", "StateNodeStore", "StoreStats"]
@@ -138,11 +138,18 @@ def _decode_page(data: bytes) -> dict[str, bytes]:
     return page
 
 
-@lru_cache(maxsize=1 << 12)
-def _decode_page_cached(data: bytes) -> Mapping[str, bytes]:
-    """``_decode_page`` remembered for the last 4,096 distinct pages (callers copy before changing a page): a
-    relay block and the views after it open new transactions over the same stored pages."""
-    return _decode_page(data)
+_PAGE_MEMO: Final[DecodeMemo[dict[str, bytes]]] = DecodeMemo(1 << 12)
+"""Decoded pages by their bytes (about the last 4,096), shared: a store copies a page before changing it."""
+
+
+def _decode_page_cached(data: bytes) -> dict[str, bytes]:
+    """``_decode_page`` remembered in ``_PAGE_MEMO``: a relay block and the views after it open new transactions
+    over the same stored pages (and the block's writer left the pages it wrote there)."""
+    page = _PAGE_MEMO.get(data)
+    if page is None:
+        page = _decode_page(data)
+        _PAGE_MEMO.remember(data, page)
+    return page
 
 
 class StateNodeStore:
@@ -155,7 +162,7 @@ class StateNodeStore:
     ``<namespace>.values`` by storage key. Use one store per transaction.
     """
 
-    __slots__ = ("_decoded", "_pages", "_txn", "namespace", "page_depth", "stats", "values_namespace")
+    __slots__ = ("_decoded", "_owned", "_pages", "_txn", "namespace", "page_depth", "stats", "values_namespace")
 
     def __init__(self, txn: StateTransaction, namespace: str, page_depth: int = 2) -> None:
         if page_depth < 1:
@@ -165,7 +172,11 @@ class StateNodeStore:
         self.values_namespace = namespace + ".values"
         self.page_depth = page_depth
         self.stats = StoreStats()
+        # Copy on write: a loaded page is the decoded page cache's own dict, shared with every store that loaded
+        # the same bytes, until this store first changes it (``_owned``: the pages copied for that). Replaces a
+        # copy of every page loaded: most loads only read (every view proves over pages the block just wrote).
         self._pages: dict[str, dict[str, bytes]] = {}
+        self._owned: set[str] = set()
         self._decoded: dict[str, Node] = {}
 
     @property
@@ -183,7 +194,7 @@ class StateNodeStore:
         self._txn.prefetch(namespace, [pid.encode() for pid in missing])
         for pid in missing:
             raw = self._txn.get(namespace, pid.encode())
-            self._pages[pid] = {} if raw is None else dict(_decode_page_cached(raw))
+            self._pages[pid] = {} if raw is None else _decode_page_cached(raw)
 
     def fetch(self, paths: Collection[str]) -> dict[str, Node]:
         self.stats.fetch_calls += 1
@@ -218,9 +229,13 @@ class StateNodeStore:
         self.stats.nodes_written += len(nodes)
         self._load_pages({self._page_id(path) for path in nodes})
         dirty: set[str] = set()
+        pages, owned = self._pages, self._owned
         for path, node in nodes.items():
             pid = self._page_id(path)
-            page = self._pages[pid]
+            page = pages[pid]
+            if pid not in owned:
+                page = pages[pid] = dict(page)
+                owned.add(pid)
             rel = path[len(pid) :]
             if node is None:
                 self._decoded.pop(path, None)
@@ -229,11 +244,17 @@ class StateNodeStore:
             else:
                 self._decoded[path] = node
                 page[rel] = node.encoded
+                NODE_MEMO.remember(node.encoded, node)
                 dirty.add(pid)
         for pid in dirty:
-            page = self._pages[pid]
+            page = pages[pid]
             if page:
-                self._txn.put(self.namespace, pid.encode(), _encode_page(page))
+                # The page, as written, is what its bytes decode to: left in the memo for the readers after this
+                # block (the views' proofs), and shared from now on, so a later write here copies it again.
+                raw = _encode_page(page)
+                _PAGE_MEMO.remember(raw, page)
+                owned.discard(pid)
+                self._txn.put(self.namespace, pid.encode(), raw)
             else:
                 self._txn.delete(self.namespace, pid.encode())
         for key, value in values.items():

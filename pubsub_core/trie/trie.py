@@ -171,27 +171,33 @@ class Trie:
     def prove_each(self, key_sets: Sequence[Iterable[bytes]]) -> list[set[bytes]]:
         """The proof nodes of each key set (what ``prove`` gives for it, unsorted), loading the nodes on all their
         paths once: Stage R proves every subscriber's keys over the same tries each block."""
+        return [set(proof) for proof in self.prove_each_hashed(key_sets)]
+
+    def prove_each_hashed(self, key_sets: Sequence[Iterable[bytes]]) -> list[dict[bytes, bytes]]:
+        """``prove_each`` with each proof node's Blake2-256 hash (node -> hash), taken from the reference that
+        led to it (the root's from the trie, a value node's from its leaf) rather than hashed again: Stage R's
+        seam keeps the hashes of every proof (issue 11: 49,000 hashes a simulator run)."""
         sets = [[bytes(k) for k in keys] for keys in key_sets]
         reader = _Reader(self, list(dict.fromkeys(key for keys in sets for key in keys)))
-        proofs: list[set[bytes]] = []
-        hashed: list[list[bytes]] = []
+        proofs: list[dict[bytes, bytes]] = []
+        hashed: list[list[tuple[bytes, bytes]]] = []  # per key set: (key, value node hash) of its hashed values
         for keys in sets:
-            proof: set[bytes] = set()
-            with_value_node: list[bytes] = []
+            proof: dict[bytes, bytes] = {}
+            with_value_node: list[tuple[bytes, bytes]] = []
             for key in keys:
                 node = reader.node_of(key, proof)
                 if node is not None and node.value_hashed and node.value is not None:
-                    with_value_node.append(key)
+                    with_value_node.append((key, node.value))
             proofs.append(proof)
             hashed.append(with_value_node)
-        wanted = list(dict.fromkeys(key for keys in hashed for key in keys))
+        wanted = list(dict.fromkeys(key for pairs in hashed for key, _ in pairs))
         if wanted:
             values = self.store.fetch_values(wanted)
-            for proof, keys in zip(proofs, hashed):
-                for key in keys:
+            for proof, pairs in zip(proofs, hashed):
+                for key, value_hash in pairs:
                     if key not in values:
-                        raise MissingNodeError(self._value_hash(key), self._root_hash, key, what="value node")
-                    proof.add(values[key])
+                        raise MissingNodeError(value_hash, self._root_hash, key, what="value node")
+                    proof[values[key]] = value_hash
         return proofs
 
 
@@ -207,15 +213,16 @@ class _Reader:
         if trie.store.batched and keys and trie.root_node is not None:
             self.nodes = _prefetch(trie.store, trie.root_node, [k.hex() for k in keys])
 
-    def node_of(self, key: bytes, proof: set[bytes] | None) -> Node | None:
-        """The node holding ``key``'s value, or None; adds every hash-referenced node passed to ``proof``."""
+    def node_of(self, key: bytes, proof: dict[bytes, bytes] | None) -> Node | None:
+        """The node holding ``key``'s value, or None; adds every hash-referenced node passed to ``proof`` (node ->
+        its hash)."""
         node = self.trie.root_node
         if node is None:
             if proof is not None:
-                proof.add(b"\x00")
+                proof[b"\x00"] = self.trie.root
             return None
         if proof is not None:
-            proof.add(node.encoded)
+            proof[node.encoded] = self.trie.root
         nibbles = key.hex()
         depth = 0
         while True:
@@ -243,7 +250,7 @@ class _Reader:
                     self.nodes[path] = found
                 child = found
                 if proof is not None:
-                    proof.add(child.encoded)
+                    proof[child.encoded] = ref
             node = child
             depth = end + 1
 

@@ -19,6 +19,7 @@ from pubsub_core.trie import (
     read_proof,
     trie_root_for,
 )
+from pubsub_core.hashing import blake2_256
 from state import MemoryBackend, StateTransaction
 from tests.trie.conftest import each_layout
 from tests.trie.strategies import changes, keys
@@ -144,3 +145,27 @@ def test_relay_tries_over_state_store_persist_across_transactions() -> None:
     memory = RelayTries()
     memory.apply({b":code": b"wasm"}, {2000: {b"a" * 32: b"x" * 50}})
     assert open_relay(StateTransaction(backend)).relay_root == memory.relay_root
+
+
+@given(batches=child_batches, probes=st.lists(keys, max_size=3), over_state=st.booleans())
+def test_hashed_proofs_name_each_node_by_its_blake2_hash(
+    batches: list[tuple[int, dict[bytes, bytes | None]]], probes: list[bytes], over_state: bool
+) -> None:
+    """``prove_each_hashed`` takes each node's hash from the reference that led to it (Stage R's seam keeps
+    them): the same nodes as ``prove_each``, each with its true Blake2-256, over memory and over state pages."""
+    if over_state:
+        txn = StateTransaction(MemoryBackend())
+        relay = RelayTries(lambda space: StateNodeStore(txn, "relay." + space.hex()))
+    else:
+        relay = RelayTries()
+    relay.apply(child_changes=dict(batches))
+    stored = {para: [k for k, _ in relay.child(para).items()] + probes for para in {p for p, _ in batches}}
+    requests = [stored, {para: wanted[:1] for para, wanted in stored.items()}, {}]
+    hashed = relay.prove_each_hashed(requests, [probes, [], [b":code"]])
+    assert [sorted(proof) for proof in hashed] == relay.prove_each(requests, [probes, [], [b":code"]])
+    for proof in hashed:
+        assert proof and all(node_hash == blake2_256(node) for node, node_hash in proof.items())
+
+
+def test_the_empty_trie_proves_with_the_empty_node_and_root() -> None:
+    assert RelayTries().prove_each_hashed([{}], [[b"k"]]) == [{b"\x00": EMPTY_ROOT}]
