@@ -132,8 +132,9 @@ class StateTransaction:
     def contains(self, namespace: str, key: bytes) -> bool:
         return self.get(namespace, key) is not None
 
-    def items(self, namespace: str) -> dict[bytes, bytes]:
-        """Every entry of a namespace as this transaction sees it (one backend scan, then cached)."""
+    def load(self, namespace: str) -> None:
+        """Read a whole namespace into the working set with one backend scan (once per transaction): ``items``
+        without building its view, for a caller that will read keys of it, present or not, without more calls."""
         self._check_open()
         if namespace not in self._scanned:
             stored = self._backend.scan(namespace)
@@ -141,6 +142,10 @@ class StateTransaction:
             loaded.clear()
             loaded.update(stored)
             self._scanned.add(namespace)
+
+    def items(self, namespace: str) -> dict[bytes, bytes]:
+        """Every entry of a namespace as this transaction sees it (one backend scan, then cached)."""
+        self.load(namespace)
         view = {k: v for k, v in self._loaded[namespace].items() if v is not None}
         for key, value in self._overlay.get(namespace, {}).items():
             if value is None:

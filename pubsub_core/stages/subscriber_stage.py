@@ -26,7 +26,7 @@ from pubsub_core.subscriber import (
 )
 from pubsub_core.subscriber.block import NodesByHash, process_relay_state
 from pubsub_core.subscriber.engine import Subscriptions
-from pubsub_core.trie import NodeSource, lookup, nodes_on_paths, prefixed_child_storage_key
+from pubsub_core.trie import AccessTracker, NodeSource, lookup, nodes_on_paths, prefixed_child_storage_key
 from pubsub_core.subscriber.calls import (
     AdminCall,
     ClearPublisherCache,
@@ -290,9 +290,13 @@ def live_nodes(source: NodeSource, relay_root: bytes, subscriptions: Subscriptio
     """Hash -> node of P_n over ``source``: the main-trie paths to the declared publishers' child roots and
     the child-trie paths to their declared keys (what ``RelayTries.prove`` gives Stage R)."""
     declared = subscriptions.merged()
-    live = nodes_on_paths(source, relay_root, [prefixed_child_storage_key(para) for para in declared])
-    for para, keys in declared.items():
-        child_root = lookup(source, relay_root, prefixed_child_storage_key(para))
+    # One walk per publisher records its main-trie path and gives its child root (nodes_on_paths over the root
+    # entries, then a lookup of each, walked every path twice).
+    tracker = AccessTracker()
+    child_roots = [(lookup(source, relay_root, prefixed_child_storage_key(para), tracker), keys)
+                   for para, keys in declared.items()]
+    live = tracker.accessed
+    for child_root, keys in child_roots:
         if child_root is not None:
             live.update(nodes_on_paths(source, child_root, keys))
     return live

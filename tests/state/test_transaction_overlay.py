@@ -195,12 +195,24 @@ def test_a_missing_key_costs_one_backend_read_once() -> None:
     assert backend.stats.read_calls == 2
 
 
+def test_loading_a_namespace_scans_it_once_and_answers_every_read_of_it() -> None:
+    backend = _seeded()
+    txn = StateTransaction(backend)
+    txn.put("a", b"3", b"written")
+    txn.load("a")
+    txn.load("a")
+    assert backend.stats.scan_calls == 1 and backend.stats.read_calls == 0
+    assert [txn.get("a", key) for key in (b"1", b"2", b"3", b"9")] == [b"x", b"y", b"written", None]
+    assert backend.stats.read_calls == 0
+    assert txn.items("a") == {b"1": b"x", b"2": b"y", b"3": b"written"} and backend.stats.scan_calls == 1
+
+
 @pytest.mark.parametrize("end", ["commit", "rollback"])
 def test_every_call_of_a_closed_transaction_is_refused(end: str) -> None:
     txn = StateTransaction(_seeded())
     getattr(txn, end)()
     calls = [lambda: txn.get("a", b"1"), lambda: txn.put("a", b"1", b"v"), lambda: txn.delete("a", b"1"),
-             lambda: txn.set_value("a", b"v"), lambda: txn.prefetch("a", [b"1"]), lambda: txn.items("a"),
+             lambda: txn.set_value("a", b"v"), lambda: txn.prefetch("a", [b"1"]), lambda: txn.items("a"), lambda: txn.load("a"),
              lambda: txn.atomic().__enter__(), txn.commit, txn.rollback]
     for call in calls:
         with pytest.raises(TransactionClosedError, match="committed" if end == "commit" else "rolled back"):
