@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_compact
-from pubsub_core.trie.memo import DecodeMemo
+from pubsub_core.codec.memo import DecodeMemo
 from pubsub_core.trie.node import NODE_MEMO, Node, decode_node_cached
 from state.transaction import StateTransaction
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pubsub_core.trie import RelayTries, StateNodeStore, Trie
-from pubsub_core.trie.memo import DecodeMemo
+from pubsub_core.codec.memo import DecodeMemo
 from pubsub_core.trie.node import NODE_MEMO, decode_node, decode_node_cached
 from pubsub_core.trie.store import _PAGE_MEMO, _decode_page
 from state import MemoryBackend, StateTransaction

@@ -1,4 +1,5 @@
-"""A bounded memo of decoded bytes (trie nodes, store pages) that callers may also fill with what they encoded.
+"""A bounded memo of decoded bytes (trie nodes, store pages, stored calls) that callers may also fill with what they
+encoded.
 
 ``functools.lru_cache`` keyed the decoders before (issue 11): it builds a key tuple for every call with a bytes
 argument and cannot be told a result it did not compute. A store that writes a page already holds its decoded
