@@ -218,16 +218,23 @@ class StateTransaction:
     def pending_changes(self) -> dict[str, dict[bytes, bytes | None]]:
         """The changes commit would write, with writes that restore the loaded value dropped."""
         changes: dict[str, dict[bytes, bytes | None]] = {}
-        for namespace, entries in self._overlay.items():
-            loaded = self._loaded.get(namespace)
-            if loaded is None:
-                kept = dict(entries)
-            else:
-                # One lookup per key (_MISSING equals no value, None included): 40 k namespaces a simulator run.
-                kept = {k: v for k, v in entries.items() if loaded.get(k, _MISSING) != v}
+        for namespace in self._overlay:
+            kept = self.pending_changes_in(namespace)
             if kept:
                 changes[namespace] = kept
         return changes
+
+    def pending_changes_in(self, namespace: str) -> dict[bytes, bytes | None]:
+        """``pending_changes().get(namespace, {})`` without the other namespaces' (the relay machine reads one
+        namespace's changes of a block's whole transaction)."""
+        entries = self._overlay.get(namespace)
+        if entries is None:
+            return {}
+        loaded = self._loaded.get(namespace)
+        if loaded is None:
+            return dict(entries)
+        # One lookup per key (_MISSING equals no value, None included): 40 k namespaces a simulator run.
+        return {k: v for k, v in entries.items() if loaded.get(k, _MISSING) != v}
 
     def commit(self) -> int:
         """Write every change in one backend call (none if nothing changed); return the keys written."""

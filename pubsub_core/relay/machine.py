@@ -446,7 +446,7 @@ class RelayMachine:
     def _roots(self, txn: StateTransaction) -> tuple[bytes, tuple[tuple[int, bytes | None], ...]]:
         """Apply this block's child-entry changes to the tries; return the relay root and the changed child roots."""
         changes: dict[int, dict[bytes, bytes | None]] = {}
-        for raw_key, value in txn.pending_changes().get(CHILD_NAMESPACE, {}).items():
+        for raw_key, value in txn.pending_changes_in(CHILD_NAMESPACE).items():
             para, key = split_child_data_key(raw_key)
             changes.setdefault(para, {})[key] = value
         tries = relay_tries(txn)

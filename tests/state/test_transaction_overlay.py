@@ -111,6 +111,9 @@ def _run(ops: Iterable[Write | Read | Section], txn: StateTransaction, ref: Laye
             ref.leave(op.fails)
         pending.append(_ordered(txn.pending_changes()))
         assert pending[-1] == _ordered(ref.pending_changes())
+        for namespace in ("a", "b", "c", "unwritten"):
+            assert list(txn.pending_changes_in(namespace).items()) == list(
+                ref.pending_changes().get(namespace, {}).items())
 
 
 def _ordered(changes: dict[str, dict[bytes, bytes | None]]) -> list[tuple[str, list[tuple[bytes, bytes | None]]]]:
