@@ -33,19 +33,30 @@ class _Event:
 
     INDEX: ClassVar[int]
 
+    def _field_names(self) -> tuple[str, ...]:
+        """The event's field names, found once per class (``dataclasses.fields`` builds them on every call)."""
+        cls = type(self)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(field.name for field in fields(self))  # type: ignore[arg-type]
+        return names
+
     def encode(self) -> bytes:
         out = bytearray((self.INDEX,))
-        for field in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, field.name)
+        for name in self._field_names():
+            value = getattr(self, name)
             out += value if isinstance(value, bytes) else encode_u32(value)
         return bytes(out)
 
     def to_json(self) -> dict[str, object]:
         body: dict[str, object] = {"pallet": PALLET, "event": type(self).__name__}
-        for field in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, field.name)
-            body[field.name] = "0x" + value.hex() if isinstance(value, bytes) else value
+        for name in self._field_names():
+            value = getattr(self, name)
+            body[name] = "0x" + value.hex() if isinstance(value, bytes) else value
         return body
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, slots=True)

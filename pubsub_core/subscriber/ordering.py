@@ -26,8 +26,9 @@ WorkSegment = tuple[int, int, int]
 def order_publishers(publishers: Sequence[int], relay_block_hash: bytes, config: SubscriberConfig) -> list[int]:
     """System paras ascending, then non-system paras by their block-hash-seeded shuffle key."""
     unique = sorted(set(publishers))
-    system = [para for para in unique if config.is_system(para)]
-    others = [para for para in unique if not config.is_system(para)]
+    limit = config.system_para_limit  # ``config.is_system``, read once (the config is interpreted)
+    system = [para for para in unique if para < limit]
+    others = [para for para in unique if para >= limit]
     others.sort(key=lambda para: (blake2_256(relay_block_hash + encode_u32(para)), para))
     return system + others
 
