@@ -43,7 +43,8 @@ class StateBackend(Protocol):
         ...
 
     def scan(self, namespace: str) -> dict[bytes, bytes]:
-        """One call: every entry of a namespace (use for small namespaces or rare whole-namespace work)."""
+        """One call: every entry of a namespace (use for small namespaces or rare whole-namespace work), in a new
+        dict the caller owns (a transaction keeps it as its working set)."""
         ...
 
     def write_many(self, changes: Changes) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 from enum import Enum
-from typing import Final
+from typing import Final, cast
 
 from state.errors import TransactionClosedError
 from state.interface import StateBackend
@@ -137,10 +137,9 @@ class StateTransaction:
         without building its view, for a caller that will read keys of it, present or not, without more calls."""
         self._check_open()
         if namespace not in self._scanned:
-            stored = self._backend.scan(namespace)
-            loaded = self._loaded.setdefault(namespace, {})
-            loaded.clear()
-            loaded.update(stored)
+            # The scan's dict becomes the working set as it is (it holds every stored entry, so whatever was
+            # loaded before is superseded): no copy of it (a refcount scan per changed publisher and block).
+            self._loaded[namespace] = cast("dict[bytes, bytes | None]", self._backend.scan(namespace))
             self._scanned.add(namespace)
 
     def items(self, namespace: str) -> dict[bytes, bytes]:
