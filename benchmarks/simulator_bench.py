@@ -17,6 +17,7 @@ as ``pubsub simulate -o`` writes them, so it equals ``sha256sum`` of that file.
     .venv/bin/python -m benchmarks.simulator_bench --record /tmp/base    # record the reference digest from a tree
     .venv/bin/python -m benchmarks.simulator_bench --profile             # cProfile of one run, top 25 twice
     .venv/bin/python -m benchmarks.simulator_bench --untuned-gc          # and this checkout, collector untouched
+    .venv/bin/python -m benchmarks.simulator_bench --instructions --baseline /tmp/prev   # callgrind counts, see below
 
 Each run sets up the garbage collector as ``pubsub simulate`` does in that tree (``pubsub_core.process``; trees
 from before it leave CPython's default); ``--untuned-gc`` adds a row of this checkout with the default, so the
@@ -25,6 +26,12 @@ seconds they took (``gc.callbacks``).
 
 The machine is shared: quote the ratio of ours to the baseline measured in the same run (runs alternate
 baseline, ours, baseline, ours, ...), best of the runs on each side.
+
+``--instructions`` (compiled trees only, valgrind installed) counts instead the machine instructions executed
+inside the stages' calls (``STAGE_CALLS``: Stage R's feed, Stage S's step, the ingest edge, the output lines) in
+one run per tree under callgrind, about 2-4 minutes each, with a fixed hash seed. The count is then the same on
+every run, so a change of 0.5% shows where CPU time moves by 20% between runs here (issue 11, session 9); it overstates libsodium's share (high
+IPC) and leaves the collector out. Time the whole afterwards.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -169,6 +177,63 @@ def run_tree(tree: Path, log: Path, profile: Path | None = None, tune_gc: bool =
     return result
 
 
+STAGE_CALLS = (
+    "CPyPy_relay_stage___RelayStage___feed", "CPyPy_subscriber_stage___SubscriberStage___step",
+    "CPyPy_ingest___LineRouter___route", "CPyPy_ingest___ingest_record",
+    "CPyPy_stages___records___OutputRecord___to_line", "CPyPy_relay_stage___RelayStage___finish",
+)
+"""The compiled entry points (mypyc's wrapper symbols) whose instructions ``--instructions`` counts."""
+
+
+def callgrind_command(log: Path, out: Path) -> list[str]:
+    """The worker under callgrind, collecting only inside ``STAGE_CALLS``."""
+    toggles = [f"--toggle-collect={symbol}" for symbol in STAGE_CALLS]
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no", *toggles,
+            sys.executable, str(Path(__file__).resolve()), "--worker", str(log)]
+
+
+def collected_instructions(stderr: str) -> int:
+    """The instruction count callgrind reports (``==pid== Collected : N``); ValueError if there is none."""
+    for line in stderr.splitlines():
+        _, marker, count = line.partition("Collected :")
+        if marker:
+            return int(count.strip())
+    raise ValueError("callgrind reported no instruction count")
+
+
+def count_tree(tree: Path, log: Path, out: Path) -> dict[str, Any]:
+    """One callgrind run of ``tree`` (compiled): the instructions inside the stages, the digest, the build."""
+    if not (tree / "pubsub_core" / "native_build.txt").exists():
+        raise SystemExit(f"{tree}: --instructions needs a compiled tree (run `make native` in it)")
+    # A fixed hash seed: with a random one, set and dict orders (and so the count) move by about 0.02% a run.
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+    done = subprocess.run(callgrind_command(log, out), cwd=tree, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"callgrind on {tree} failed:\n{done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["build"] != "compiled":
+        raise SystemExit(f"{tree}: ran as {result['build']}, not compiled (is its build stale?)")
+    return {"tree": str(tree), **_commit(tree), "instructions": collected_instructions(done.stderr),
+            "digest": result["digest"], "outputs": result["outputs"], "callgrind_out": str(out)}
+
+
+def count_instructions(trees: list[tuple[str, Path]], log: Path) -> None:
+    """``--instructions``: one callgrind run per tree, the counts and their ratio printed."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    counts = {}
+    for name, tree in trees:
+        counts[name] = count_tree(tree, log, Path(f"/tmp/simulator_bench.{name}.callgrind"))
+        figures = counts[name]
+        print(f"{name:10} {figures['instructions'] / 1e9:8.3f} G instructions in the stages, "
+              f"digest {figures['digest'][:16]}, callgrind output {figures['callgrind_out']}", flush=True)
+    if "baseline" in counts:
+        base, ours = counts["baseline"], counts["ours"]
+        print(f"ours / baseline: {ours['instructions'] / base['instructions']:.4f} "
+              f"({100 * (ours['instructions'] / base['instructions'] - 1):+.2f}%); "
+              f"digests equal: {base['digest'] == ours['digest']}")
+
+
 def print_profile(path: Path, top: int) -> None:
     import pstats
 
@@ -187,6 +252,8 @@ def main() -> None:
     parser.add_argument("--log", type=Path, default=LOG, help="where the workload log is kept (made if missing)")
     parser.add_argument("--untuned-gc", action="store_true",
                         help="also run this checkout with CPython's default collector schedule, interleaved")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions inside the stages under callgrind (one run per compiled tree)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -206,6 +273,9 @@ def main() -> None:
         result = run_tree(ROOT, args.log, stats)
         print(f"profiled run: {result['seconds']:.2f} s CPU under cProfile, digest {result['digest']}")
         print_profile(stats, args.top)
+        return
+    if args.instructions:
+        count_instructions(([("baseline", args.baseline)] if args.baseline else []) + [("ours", ROOT)], args.log)
         return
     trees = (([("baseline", args.baseline, True)] if args.baseline else []) + [("ours", ROOT, True)]
              + ([("ours-gc-default", ROOT, False)] if args.untuned_gc else []))
