@@ -18,16 +18,9 @@ from streaming.errors import ClusterError, tail
 from streaming.kafka_broker import free_port
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.spark_session import prepare_environment, spark_conf
+from streaming.spark_session import prepare_environment, spark_conf, worker_spark_home
 
-__all__ = ["StandaloneCluster", "spark_home"]
-
-
-def spark_home() -> Path:
-    """The pyspark package folder, which is a complete SPARK_HOME (bin/, jars/)."""
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
+__all__ = ["StandaloneCluster"]
 
 
 class StandaloneCluster:
@@ -44,7 +37,7 @@ class StandaloneCluster:
     def _env(self) -> dict[str, str]:
         prepare_environment()
         env = dict(os.environ)
-        env.update(SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+        env.update(SPARK_HOME=str(worker_spark_home()), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                    SPARK_LOG_DIR=str(self.home / "logs"), SPARK_NO_DAEMONIZE="1")
         return env
 
@@ -52,7 +45,7 @@ class StandaloneCluster:
         log = self.home / f"{name}.log"
         with open(log, "wb") as out:
             process = subprocess.Popen(
-                [str(spark_home() / "bin" / "spark-class"), *args], stdout=out, stderr=subprocess.STDOUT,
+                [str(worker_spark_home() / "bin" / "spark-class"), *args], stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=self._env(), start_new_session=True,
             )
         self._processes.append(process)
@@ -90,7 +83,7 @@ class StandaloneCluster:
             raise ClusterError("the cluster is not started")
         conf = spark_conf(settings, app_name=f"rfc0160-{app.stem}")
         conf["spark.master"] = self.master_url
-        command = [str(spark_home() / "bin" / "spark-submit"), "--master", self.master_url]
+        command = [str(worker_spark_home() / "bin" / "spark-submit"), "--master", self.master_url]
         for key, value in sorted(conf.items()):
             command += ["--conf", f"{key}={value}"]
         command += [str(app), *app_args]

@@ -21,6 +21,8 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
   file): with ``chmod`` for each file created, the Spark JVM started about 45 processes a second in a live job at
   1 s blocks, 14 without the readlinks. FileSystem's rename is one POSIX rename here, atomic as the checkpoint
   needs; the ``chmod`` stays (Hadoop sets a file's mode through a process when its native library is absent).
+- SPARK_HOME is a folder of links to the pyspark package's bin/, jars/ and sbin/ without its python/lib/ zips
+  (``worker_spark_home``), so Python workers import pyspark compiled from site-packages, not from source in a zip.
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.errors import JarsMissingError
-from streaming.paths import REPO_ROOT, jvm_lib_dir
+from streaming.paths import REPO_ROOT, jvm_lib_dir, runtime_dir
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["build_spark", "connector_jars", "prepare_environment", "spark_conf"]
+__all__ = ["build_spark", "connector_jars", "prepare_environment", "pyspark_package_dir", "spark_conf",
+           "worker_spark_home"]
 
 LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -55,8 +58,45 @@ def connector_jars() -> list[str]:
     return jars
 
 
+def pyspark_package_dir() -> Path:
+    """The installed pyspark package folder: pyspark's default SPARK_HOME (bin/, jars/, sbin/, python/lib/)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+SPARK_HOME_PARTS = ("bin", "jars", "sbin")
+"""What Spark's launcher scripts, the standalone daemons and the JVM read from SPARK_HOME here."""
+
+
+def worker_spark_home() -> Path:
+    """A SPARK_HOME of links to the pyspark package's ``SPARK_HOME_PARTS``, without its python/lib/ (made once).
+
+    Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on every Python worker's path, and Python compiles a
+    zip's modules from source at each import (a zip gets no .pyc written), so every fresh worker compiled pyspark
+    again: 1.4 against 0.4-0.6 s to import what the driver's pre-init worker of a transformWithState query needs, a
+    worker started at every query start. Without the zip, workers import the same pyspark (this interpreter's) from
+    site-packages: the pre-init took 0.45-0.55 s instead of 0.95-1.16 (docs/benchmarks.md, "Session 10")."""
+    package = pyspark_package_dir()
+    home = runtime_dir() / "spark-home"
+    home.mkdir(parents=True, exist_ok=True)
+    for part in SPARK_HOME_PARTS:
+        link = home / part
+        if link.is_symlink() and Path(os.readlink(link)) == package / part:
+            continue
+        spare = home / f".{part}.{os.getpid()}"
+        spare.unlink(missing_ok=True)
+        spare.symlink_to(package / part, target_is_directory=True)
+        os.replace(spare, link)  # atomic: another process starting Spark beside this one sees one link or the other
+    return home
+
+
 def prepare_environment() -> None:
-    """Environment that Spark's launcher scripts and Python workers read: loopback, this Python, the repo."""
+    """Environment that Spark's launcher scripts and Python workers read: loopback, this Python, the repo, and
+    ``worker_spark_home`` as SPARK_HOME unless one of another Spark is set."""
+    current = os.environ.get("SPARK_HOME")
+    if not current or Path(current).resolve() == pyspark_package_dir():
+        os.environ["SPARK_HOME"] = str(worker_spark_home())
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -120,3 +121,47 @@ def test_checkpoint_files_go_through_the_file_system_api(spark: SparkSession, tm
     path = jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri())
     manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(path, hadoop_conf)
     assert manager.getClass().getName() == CHECKPOINT_FILE_MANAGER
+
+
+def test_spark_home_links_the_package_without_its_python_zips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SPARK_HOME/python/lib/pyspark.zip goes first on every Python worker's path; the home the project sets has
+    the package's launcher, jars and daemon scripts and no python/, and a link left by another venv is replaced."""
+    from streaming.spark_session import SPARK_HOME_PARTS, pyspark_package_dir, worker_spark_home
+
+    monkeypatch.setenv("PUBSUB_RUNTIME_DIR", str(tmp_path))
+    package = pyspark_package_dir()
+    assert (package / "python" / "lib" / "pyspark.zip").exists()  # what the home leaves out is really there
+    (tmp_path / "spark-home").mkdir()
+    (tmp_path / "spark-home" / "jars").symlink_to(tmp_path)
+    home = worker_spark_home()
+    assert home == tmp_path / "spark-home" and worker_spark_home() == home
+    assert sorted(p.name for p in home.iterdir()) == sorted(SPARK_HOME_PARTS)
+    for part in SPARK_HOME_PARTS:
+        assert (home / part).resolve() == package / part
+    assert (home / "bin" / "spark-submit").exists() and not (home / "python").exists()
+
+
+@pytest.mark.parametrize("given", [None, "package", "/opt/another-spark"])
+def test_prepare_environment_sets_the_worker_home_unless_another_spark_is_named(
+        given: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streaming.spark_session import prepare_environment, pyspark_package_dir
+
+    monkeypatch.setenv("PUBSUB_RUNTIME_DIR", str(tmp_path))
+    for name in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # restored after the test, whatever prepare_environment sets
+    if given is None:
+        monkeypatch.delenv("SPARK_HOME", raising=False)
+    else:
+        monkeypatch.setenv("SPARK_HOME", str(pyspark_package_dir()) if given == "package" else given)
+    prepare_environment()
+    expected = "/opt/another-spark" if given == "/opt/another-spark" else str(tmp_path / "spark-home")
+    assert os.environ["SPARK_HOME"] == expected
+
+
+@pytest.mark.spark
+def test_python_workers_import_pyspark_compiled_from_site_packages(spark: SparkSession) -> None:
+    """Not from SPARK_HOME's pyspark.zip, whose modules Python compiles from source in every fresh worker."""
+    from streaming.spark_session import pyspark_package_dir
+
+    files = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
+    assert files == [str(pyspark_package_dir() / "__init__.py")]
