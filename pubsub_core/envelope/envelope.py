@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from Crypto.Signature import eddsa
 from nacl.exceptions import CryptoError
 from nacl.signing import VerifyKey
 
@@ -139,6 +138,10 @@ class Signer:
     """An ed25519 key from a 32-byte seed (tests and producers use fixed seeds), signing envelopes."""
 
     def __init__(self, seed: bytes) -> None:
+        # Imported here, not with the module: only producers and tests sign, and pycryptodome's import (its cffi
+        # declarations parsed at load) took 45-60 ms of every job worker's and every pre-init worker's start.
+        from Crypto.Signature import eddsa
+
         if len(seed) != 32:
             raise ValueError(f"an ed25519 seed is 32 bytes, got {len(seed)}")
         self._key = eddsa.import_private_key(seed)
@@ -148,6 +151,8 @@ class Signer:
         return f"Signer(public_key=0x{self.public_key.hex()})"
 
     def sign(self, topic: Topic, seqno: int, data: bytes) -> Envelope:
+        from Crypto.Signature import eddsa
+
         unsigned = Envelope(self.public_key, seqno, topic, data, bytes(64))
         signature = eddsa.new(self._key, "rfc8032").sign(unsigned.signing_payload())
         return Envelope(self.public_key, seqno, topic, data, signature)

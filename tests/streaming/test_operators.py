@@ -242,3 +242,14 @@ def test_stage_r_takes_a_batch_s_genesis_first_and_its_blocks_last() -> None:
     assert [row.topic.rpartition(".")[2] for row in ordered][::4] == [
         "genesis", "upward", "horizontal", "extrinsics", "blocks"]
     assert [(row.partition, row.offset) for row in ordered[:4]] == [(0, 2), (0, 5), (1, 2), (1, 5)]
+
+
+def test_the_operators_module_loads_no_signing_library() -> None:
+    """Every Python worker of the job, and the driver's pre-init worker at each query start, imports this module;
+    pycryptodome (signing only: producers and tests) cost each of them 45-60 ms to load."""
+    import subprocess
+    import sys
+
+    code = "import sys, streaming.operators; print(sorted({m.split('.')[0] for m in sys.modules} & {'Crypto'}))"
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "[]"
