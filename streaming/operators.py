@@ -1,13 +1,14 @@
 """The job's two stateful operators: rows in, stage calls, rows out. The protocol is in pubsub_core.stages.
 
-``RelayOperator`` (transformWithStateInPandas keyed by realm) feeds each input record to the realm's ``RelayStage``
-and emits its output records plus one seam record per subscriber view (``<realm>.relay-views``, key: the
-subscriber). ``SubscriberOperator`` (keyed by realm and subscriber) checks each seam record's MAC, decodes the
-view and hands it to ``SubscriberStage.receive``, which applies views once and in order. Both keep every byte
-of their state in the key's MapState (``state.spark.SparkStateBackend``, pages written once per batch).
+Stage R (``relay_frames``, run by ``streaming.processors.RelayOperator``, keyed by realm) feeds each input record to
+the realm's ``RelayStage`` and emits its output records plus one seam record per subscriber view
+(``<realm>.relay-views``, key: the subscriber). Stage S (``subscriber_frames``, run by ``SubscriberOperator``, keyed
+by realm and subscriber) checks each seam record's MAC, decodes the view and hands it to
+``SubscriberStage.receive``, which applies views once and in order. Both keep every byte of their state in the key's
+MapState (``state.spark.SparkStateBackend``, pages written once per batch).
 
 ``relay_rows`` and ``subscriber_rows`` are plain functions over any ``StateBackend``, so they are tested
-without Spark; the processor classes only adapt Spark's rows and handles. The pandas flavour of
+without Spark; ``relay_frames`` and ``subscriber_frames`` only adapt Spark's rows and handles. The pandas flavour of
 transformWithState is used for its output: each DataFrame a processor yields goes to the sink as it is made
 (the row flavour gathers a key's whole output into one Arrow batch), so a block's views reach the seam while
 Stage R works on the next block (``relay_chunks``), for the continuous job's Stage S to start on. Issue 11 log,
@@ -25,7 +26,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pubsub_core.process import tune_garbage_collector
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import (
     OutputRecord,
@@ -38,29 +38,22 @@ from pubsub_core.stages import (
 )
 from pubsub_core.stages.subscriber_stage import ViewConflictError
 from pubsub_core.stages.topics import INPUTS, VIEWS, topic
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from state import StateBackend
-from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME, SparkStateBackend
+from state.spark import SparkStateBackend
 
 __all__ = [
-    "OUTPUT_SCHEMA",
     "KafkaRow",
     "OutRow",
-    "RelayOperator",
-    "SubscriberOperator",
     "page_backend",
     "relay_chunks",
+    "relay_frames",
     "relay_rows",
     "seam_record",
     "subscriber_chunks",
+    "subscriber_frames",
     "subscriber_rows",
 ]
-
-OUTPUT_SCHEMA = "topic string, key string, value string, id string"
-"""What the operators yield: plain strings, converted by column (the pipeline turns ``id`` into the sink's
-``headers`` in the JVM). A headers column of lists of structs built in Python cost 0.33 s of the Python worker's
-time for Stage R's 27,340 rows of the issue-11 log against 0.04 s for this (7.5x)."""
 
 NAMESPACE_PAGES = 16
 """Pages of a large state namespace: a batch loads and writes only the pages it touches (one MapState call each)."""
@@ -244,7 +237,7 @@ def _kafka_rows(frames: Iterator[Any]) -> list[KafkaRow]:
 
 
 def _frame(rows: Sequence[OutRow]) -> Any:
-    """Rows as one pandas DataFrame (OUTPUT_SCHEMA), so pyarrow converts them by column."""
+    """Rows as one pandas DataFrame (``streaming.processors.OUTPUT_SCHEMA``), so pyarrow converts them by column."""
     import pandas as pd
 
     return pd.DataFrame({
@@ -282,40 +275,16 @@ def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBacken
         profile.dump_stats(os.path.join(folder, f"{name}-{os.getpid()}-{count}.prof"))
 
 
-class _Operator:
-    """What both processors share: the pages MapState, a deferred-write backend per key and batch."""
-
-    def __init__(self, config: SimulatorConfig, seam_key: bytes) -> None:
-        self.config = config
-        self.seam_key = seam_key
-
-    def init(self, handle: Any) -> None:
-        tune_garbage_collector()  # in the Python worker that runs the stage
-        self.pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
-
-    def _backend(self) -> SparkStateBackend:
-        return page_backend(self.pages)
-
-    def close(self) -> None:
-        """Nothing to release: the state handle belongs to Spark."""
-
-    def __str__(self) -> str:
-        return type(self).__name__  # never the seam key
+def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,
+                 seam_key: bytes) -> Iterator[Any]:
+    """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState): output DataFrames."""
+    backend = page_backend(pages)
+    yield from _frames("relay", relay_chunks(realm, _kafka_rows(frames), backend, config, seam_key), backend)
 
 
-class RelayOperator(_Operator, StatefulProcessor):  # type: ignore[misc]
-    """Stage R in transformWithStateInPandas, keyed by realm."""
-
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        backend = self._backend()
-        chunks = relay_chunks(key[0], _kafka_rows(rows), backend, self.config, self.seam_key)
-        yield from _frames("relay", chunks, backend)
-
-
-class SubscriberOperator(_Operator, StatefulProcessor):  # type: ignore[misc]
-    """Stage S in transformWithStateInPandas, keyed by (realm, subscriber)."""
-
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        backend = self._backend()
-        chunks = subscriber_chunks(key[0], key[1], _kafka_rows(rows), backend, self.config, self.seam_key)
-        yield from _frames("subscriber", chunks, backend)
+def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,
+                      seam_key: bytes) -> Iterator[Any]:
+    """Stage S over one subscriber's seam DataFrames, its state in ``pages``: output DataFrames."""
+    backend = page_backend(pages)
+    chunks = subscriber_chunks(realm, subscriber, _kafka_rows(frames), backend, config, seam_key)
+    yield from _frames("subscriber", chunks, backend)

@@ -128,7 +128,7 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
     """Query R: every input topic of the served realms -> Stage R -> outputs and seam records."""
     from pyspark.sql import functions as F
 
-    from streaming.operators import OUTPUT_SCHEMA, RelayOperator
+    from streaming.processors import OUTPUT_SCHEMA, RelayOperator
 
     realms = settings.realm_list()
     pattern = INPUT_TOPIC_PATTERN if realms is None else realm_pattern(realms, INPUTS)
@@ -146,7 +146,7 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
     """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber) -> outputs."""
     from pyspark.sql import functions as F
 
-    from streaming.operators import OUTPUT_SCHEMA, SubscriberOperator
+    from streaming.processors import OUTPUT_SCHEMA, SubscriberOperator
 
     realms = settings.realm_list()
     pattern = VIEWS_TOPIC_PATTERN if realms is None else realm_pattern(realms, (VIEWS,))
