@@ -21,6 +21,7 @@ from typing import Final
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
+from pubsub_core.codec.memo import DecodeMemo
 from pubsub_core.envelope import Unauthenticated
 from pubsub_core.relay import (
     BlockHeader,
@@ -35,7 +36,6 @@ from pubsub_core.relay import (
     canonical_json,
 )
 from pubsub_core.relay.machine import relay_tries
-from pubsub_core.codec.memo import DecodeMemo
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
 from pubsub_core.subscriber.calls import (

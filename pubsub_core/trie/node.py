@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
+from pubsub_core.codec.memo import DecodeMemo
 from pubsub_core.codec.scale import ScaleDecodeError, decode_compact, encode_compact
 from pubsub_core.trie.errors import MalformedNodeError
 from pubsub_core.trie.layout import HASH_LEN
-from pubsub_core.codec.memo import DecodeMemo
 
 __all__ = [
     "EMPTY_NODE",
