@@ -12,7 +12,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -40,6 +40,7 @@ __all__ = [
     "scan_topic",
     "send",
     "topic_size",
+    "wait_for_sizes",
 ]
 
 TOO_LARGE = "RecordTooLarge"
@@ -223,6 +224,27 @@ def topic_size(settings: Settings, topic: str) -> int:
         return sum(high - low for low, high in _watermarks(consumer, topic).values())
     except KafkaException as exc:
         raise KafkaIOError(topic, str(exc)) from exc
+    finally:
+        consumer.close()
+
+
+def wait_for_sizes(settings: Settings, sizes: Mapping[str, int], timeout: float, every: float = 0.1) -> bool:
+    """Wait until each topic of ``sizes`` holds at least that many records (one reader for the whole wait, its
+    watermarks asked every ``every`` seconds); False if ``timeout`` passes first."""
+    consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    deadline = time.monotonic() + timeout
+    try:
+        waiting = dict(sizes)
+        while waiting:
+            waiting = {name: n for name, n in waiting.items()
+                       if sum(high - low for low, high in _watermarks(consumer, name).values()) < n}
+            if waiting and time.monotonic() > deadline:
+                return False
+            if waiting:
+                time.sleep(every)
+        return True
+    except KafkaException as exc:
+        raise KafkaIOError(", ".join(sizes), str(exc)) from exc
     finally:
         consumer.close()
 

@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,9 +150,10 @@ def run_job(
     available_now: bool = False,
     run_seconds: float | None = None,
     on_batch: Callable[[BatchReport], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> JobSummary:
-    """Ensure Kafka and the realms' topics, start Spark and both queries, run until done, stopped or
-    ``run_seconds``."""
+    """Ensure Kafka and the realms' topics, start Spark and both queries, run until done, stopped (SIGTERM,
+    SIGINT, or ``stop`` set by another thread: a caller that runs the live job in-process) or ``run_seconds``."""
     from streaming.spark_session import build_spark
 
     settings, _broker = ensure_kafka(settings)
@@ -171,7 +173,8 @@ def run_job(
 
     def running(queries: list[tuple[str, StreamingQuery]]) -> bool:
         expired = run_seconds is not None and time.monotonic() - started >= run_seconds
-        return any(q.isActive for _, q in queries) and not stop_requested and not expired
+        stopped = bool(stop_requested) or (stop is not None and stop.is_set())
+        return any(q.isActive for _, q in queries) and not stopped and not expired
 
     def follow(queries: list[tuple[str, StreamingQuery]]) -> None:
         last_scan = time.monotonic()
@@ -202,7 +205,7 @@ def run_job(
             for name, build in (("relay", build_relay_query), ("subscribers", build_subscriber_query)):
                 queries = [(name, build(spark, settings, config, key, True))]
                 follow(queries)
-                if stop_requested:
+                if stop_requested or (stop is not None and stop.is_set()):
                     break
         else:
             queries = [("relay", build_relay_query(spark, settings, config, key, False)),

@@ -26,7 +26,8 @@ from streaming.kafka_broker import delete_topics, ensure_kafka
 from streaming.pipeline import load_protocol_config
 from streaming.settings import Settings
 
-__all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "verify_log"]
+__all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "expected_sizes", "fresh_topics",
+           "verify_log"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,15 @@ def _records(lines: Sequence[bytes], default_realm: str) -> tuple[list[ProducedR
 def produce_log(lines: Sequence[bytes], settings: Settings, reset_topics: bool = False) -> list[str]:
     """Produce an event log to fresh topics (as `pubsub produce` would); returns the realms it names.
     ``settings`` must point at a serving cluster."""
+    records, realms = fresh_topics(lines, settings, reset_topics)
+    produce(settings, records)
+    return realms
+
+
+def fresh_topics(lines: Sequence[bytes], settings: Settings,
+                 reset_topics: bool = False) -> tuple[list[ProducedRecord], list[str]]:
+    """``produce_log`` up to producing: the log's records and realms, their topics made afresh and empty (so that
+    a live job can be started on them before the log arrives)."""
     config = load_protocol_config(settings.protocol_config)
     records, realms = _records(lines, config.default_realm)
     every = [t for realm in sorted(realms) for t in input_topics(realm) + output_topics(realm)]
@@ -118,8 +128,14 @@ def produce_log(lines: Sequence[bytes], settings: Settings, reset_topics: bool =
     delete_topics(settings, sorted(existing))
     for realm in sorted(realms):
         ensure_realm_topics(settings, realm, partitions=settings.views_partitions)
-    produce(settings, records)
-    return sorted(realms)
+    return records, sorted(realms)
+
+
+def expected_sizes(lines: Sequence[bytes], settings: Settings) -> Counter[str]:
+    """How many records the job writes to each output topic for ``lines``: the simulator's, less its end-of-input
+    rejections (a stream never ends)."""
+    expected, _ = expected_outputs(lines, Simulator(load_protocol_config(settings.protocol_config)))
+    return Counter(record.topic for record in expected)
 
 
 def check_outputs(lines: Sequence[bytes], settings: Settings, realms: Sequence[str],

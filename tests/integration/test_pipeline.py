@@ -13,15 +13,18 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from producers.kafka_io import produce, wait_for_sizes
 from producers.workload import WorkloadSpec, generate
+from streaming.job import run_job
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.verify import VerifyResult, check_outputs, produce_log, verify_log
+from streaming.verify import VerifyResult, check_outputs, expected_sizes, fresh_topics, produce_log, verify_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -190,3 +193,32 @@ def test_a_view_over_one_megabyte_goes_through(kafka_settings: Settings, tmp_pat
     assert max(len(v.value or b"") for v in views) > 1024 * 1024
     updates = [t for t in result.topics if t.topic == "bigviews.updates"][0]
     assert updates.matched == 1400
+
+
+def test_the_live_job_in_process_serves_a_log_that_arrives_while_it_runs_and_stops_when_asked(
+        kafka_settings: Settings, tmp_path: Path) -> None:
+    lines = (EXAMPLES / "small.jsonl").read_bytes().splitlines()
+    records, realms = fresh_topics(lines, kafka_settings, reset_topics=True)
+    settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint", realms=",".join(realms),
+                                   trigger_seconds=0.5)
+    stop = threading.Event()
+    served: list[bool] = []
+
+    def feed() -> None:
+        try:
+            time.sleep(5)  # the queries are up and idle on empty topics
+            produce(kafka_settings, records)
+            served.append(wait_for_sizes(kafka_settings, expected_sizes(lines, kafka_settings), timeout=240))
+        finally:
+            stop.set()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    started = time.monotonic()
+    summary = run_job(settings, available_now=False, run_seconds=600, stop=stop)
+    feeder.join()
+    assert served == [True]
+    assert time.monotonic() - started < 300  # the event ended the run, not run_seconds
+    result = check_outputs(lines, kafka_settings, realms, summary)
+    assert result.ok, [(t.topic, t.examples) for t in result.topics if not t.ok]
+    assert summary.records_out.get("updates", 0) > 0
