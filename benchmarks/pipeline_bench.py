@@ -38,6 +38,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -91,6 +92,10 @@ JOB_CUT = ("busy.jsonl", 100)
 """One more job run with maxOffsetsPerTrigger, to see a first batch beside later ones of the same query."""
 VIEWS_PARTITIONS = 2
 REPLAY_KEY = b"b" * 32
+LIVE_TRIGGER_SECONDS = 0.5
+"""The live job's trigger interval in the benchmark: the one `pubsub demo --live` runs with."""
+LIVE_READY_SECONDS = 60.0
+"""How long the live run waits for both queries' first (empty) batch before it produces the log anyway."""
 
 console = Console()
 
@@ -260,6 +265,70 @@ def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
                    "topics": [dataclasses.asdict(t) for t in result.topics]},
         "views": [(record.key.decode() if record.key else "", record.partition, record.value or b"")
                   for record in views],
+    }
+
+
+def run_live_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path, spark: Any,
+                log: Callable[[str], None]) -> dict[str, Any]:
+    """The live job (both queries running, trigger ``LIVE_TRIGGER_SECONDS``) started on fresh empty topics; once
+    both queries have run their first batch, ``lines`` are produced. End to end is the first record produced to the
+    last output record written (Kafka's timestamps, the sink's clock), as a user of the running job sees it; the
+    run stops once every output topic holds the simulator's count, then the outputs are checked."""
+    from producers.kafka_io import produce, read_topic, wait_for_sizes
+    from pubsub_core.stages.topics import OUTPUTS, topic
+    from streaming.job import BatchReport, run_job
+    from streaming.pipeline import QueryNames
+    from streaming.verify import check_outputs, expected_sizes, fresh_topics, summary_counts
+
+    records, realms = fresh_topics(lines, settings, reset_topics=True)
+    sizes = expected_sizes(lines, settings)
+    job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms),
+                                       trigger_seconds=LIVE_TRIGGER_SECONDS)
+    names = {QueryNames().relay, QueryNames().subscribers}
+    stop = threading.Event()
+    fed: dict[str, Any] = {}
+
+    def feed() -> None:
+        try:
+            deadline = time.monotonic() + LIVE_READY_SECONDS
+            while time.monotonic() < deadline and not stop.is_set():
+                ready = {q.name for q in spark.streams.active if q.lastProgress is not None}
+                if names <= ready:
+                    break
+                time.sleep(0.05)
+            fed["started"] = time.time()
+            produce(settings, records)
+            fed["produced"] = time.time()
+            fed["served"] = wait_for_sizes(settings, sizes, timeout=600)
+        finally:
+            stop.set()
+
+    reports: list[BatchReport] = []
+
+    def on_batch(report: BatchReport) -> None:
+        reports.append(report)
+        log(f"  {name} (live): {report.line()}")
+
+    feeder = threading.Thread(target=feed, name="live-feeder")
+    cpu, parts = tree_cpu_seconds(), cpu_by_part()
+    feeder.start()
+    summary = run_job(job_settings, available_now=False, on_batch=on_batch, stop=stop)
+    feeder.join()
+    cpu, parts = tree_cpu_seconds() - cpu, {k: v - parts.get(k, 0.0) for k, v in cpu_by_part().items()}
+    result = check_outputs(lines, settings, realms, summary)
+    last = max((record.timestamp or 0) for realm in realms for kind in OUTPUTS
+               for record in read_topic(settings, topic(realm, kind)))
+    return {
+        "trigger_seconds": LIVE_TRIGGER_SECONDS,
+        "end_to_end_seconds": last / 1000 - fed["started"],
+        "produce_seconds": fed["produced"] - fed["started"],
+        "served": fed.get("served", False),
+        "cpu_seconds": cpu,
+        "cpu_by_part": parts,
+        "batches": {query: [{"batch": r.batch, "rows_in": r.rows_in, "seconds": r.seconds,
+                             "records_out": sum(r.records_out.values())} for r in reports if r.query == query]
+                    for query in ("relay", "subscribers")},
+        "verify": {"ok": result.ok and bool(fed.get("served")), **dict(summary_counts(result))},
     }
 
 
@@ -526,10 +595,10 @@ def machine() -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------------ run
 def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
-        cuts: Sequence[int | None] = CUTS, spark_jit: str = Settings.spark_jit) -> dict[str, Any]:
+        cuts: Sequence[int | None] = CUTS, spark_jit: str = Settings.spark_jit, runs: int = 1) -> dict[str, Any]:
     logs = load_logs(names)
-    steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5)
-    results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit,
+    steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5 + len(logs) * (2 * runs - 1))
+    results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit, "runs": runs,
                                "workload_spec": dataclasses.asdict(WORKLOAD), "issue11_spec": dataclasses.asdict(ISSUE11),
                                "cuts": list(cuts), "logs": {}}
     started = time.perf_counter()
@@ -602,6 +671,7 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
                         log(f"{name} (maxOffsetsPerTrigger={JOB_CUT[1]}): job {entry['job_cut']['wall_seconds']:.1f}s, "
                             f"outputs equal the simulator: {entry['job_cut']['verify']['ok']}")
                         done()
+                    entry["runs"] = paired_runs(name, lines, settings, scratch, spark, sim, job, runs, log, done)
                 done()
                 entry["replay"] = []
                 for limit in cuts:
@@ -633,6 +703,29 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
     results["machine"]["load_average_end"] = os.getloadavg()
     results["total_seconds"] = time.perf_counter() - started
     return results
+
+
+def paired_runs(name: str, lines: Sequence[bytes], settings: Any, scratch: Path, spark: Any, sim: dict[str, Any],
+                job: dict[str, Any], runs: int, log: Callable[[str], None],
+                done: Callable[[], None]) -> list[dict[str, Any]]:
+    """``runs`` measurements of the log, each the simulator beside the job run available-now and beside the live
+    job (the first available-now run is ``job``, already made beside ``sim``)."""
+    measured = []
+    for i in range(runs):
+        if i:
+            sim = run_simulator(lines)
+            sim.pop("expected_lines")
+            job = run_job_on(f"{name}-{i}", lines, settings, scratch, log)
+            done()
+        live_sim = run_simulator(lines)
+        live = run_live_on(f"{name}-live-{i}", lines, settings, scratch, spark, log)
+        log(f"{name}: live job {live['end_to_end_seconds']:.1f}s end to end (simulator {live_sim['seconds']:.2f}s), "
+            f"outputs equal the simulator: {live['verify']['ok']}")
+        done()
+        measured.append({"simulator_seconds": sim["seconds"], "job_seconds": job["wall_seconds"],
+                         "job_ok": job["verify"]["ok"], "live_simulator_seconds": live_sim["seconds"],
+                         "live_seconds": live["end_to_end_seconds"], "live_ok": live["verify"]["ok"], "live": live})
+    return measured
 
 
 def _strip(job: dict[str, Any]) -> dict[str, Any]:
@@ -675,6 +768,36 @@ job net (s) | job net publishes/s | net / simulator | outputs = simulator |
         parts.append(f"| {name} | {s['publishes']:,} | {sim_rate:,.0f} | {j['wall_seconds']:.1f} | {job_rate:,.0f} | "
                      f"{job_rate / sim_rate:.2f}x | {net:.1f} | {net_rate:,.0f} | {net_rate / sim_rate:.2f}x | "
                      f"{'yes' if j['verify']['ok'] else '**NO**'} |\n")
+    return "".join(parts) + runs_table(results)
+
+
+def _spread(values: Sequence[float], unit: str = "") -> str:
+    """Median, and the range when there is more than one value."""
+    middle = f"{statistics.median(values):.2f}{unit}"
+    return middle if len(values) == 1 else f"{middle} ({min(values):.2f}-{max(values):.2f})"
+
+
+def runs_table(results: dict[str, Any]) -> str:
+    """Each log measured ``runs`` times: the job available-now and the live job, each beside its own simulator
+    run; ratios are the simulator's seconds over the job's, per pair."""
+    rows = [(name, e["runs"]) for name, e in results["logs"].items() if e.get("runs")]
+    if not rows:
+        return ""
+    parts = [f"""
+The job available-now (its two queries started and stopped in the run) and the live job (both queries running with a {LIVE_TRIGGER_SECONDS:g} s trigger, as `pubsub demo --live` runs them, started on empty topics; the log produced once both have run their first batch; end to end is the first record produced to the last output record's Kafka timestamp), each run beside its own simulator run; median (range) over {results.get("runs", 1)} runs, ratio per pair:
+
+| log | runs | simulator (s) | job available-now (s) | available-now / simulator | live end to end (s) | live / simulator | outputs = simulator |
+|---|---:|---:|---:|---:|---:|---:|---|
+"""]
+    for name, measured in rows:
+        sims = [r["simulator_seconds"] for r in measured] + [r["live_simulator_seconds"] for r in measured]
+        ok = all(r["job_ok"] and r["live_ok"] for r in measured)
+        parts.append(
+            f"| {name} | {len(measured)} | {_spread(sims)} | {_spread([r['job_seconds'] for r in measured])} | "
+            f"{_spread([r['simulator_seconds'] / r['job_seconds'] for r in measured], 'x')} | "
+            f"{_spread([r['live_seconds'] for r in measured])} | "
+            f"{_spread([r['live_simulator_seconds'] / r['live_seconds'] for r in measured], 'x')} | "
+            f"{'yes' if ok else '**NO**'} |\n")
     return "".join(parts)
 
 
@@ -1029,6 +1152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="no MapState replay and no maxOffsetsPerTrigger run: print only the target-2 table")
     parser.add_argument("--spark-jit", choices=JIT_MODES, default=Settings.spark_jit,
                         help="how Spark's JVM compiles (the job's spark_jit setting; default c1, as the job)")
+    parser.add_argument("--runs", type=int, default=1, metavar="N",
+                        help="measure each log N times beside the simulator, available-now and live (default 1)")
     parser.add_argument("--keep-scratch", action="store_true", help="keep the broker, checkpoints and Spark log")
     parser.add_argument("--from-results", action="store_true",
                         help="do not measure: render the section (and plot) again from benchmarks/results/pipeline.json")
@@ -1046,9 +1171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = False
     try:
         results = run(scratch, skip_job=args.skip_job, names=args.logs or LOG_NAMES, cuts=() if args.quick else CUTS,
-                      spark_jit=args.spark_jit)
+                      spark_jit=args.spark_jit, runs=max(1, args.runs))
         ok = all(e.get(run, {}).get("verify", {}).get("ok", True) for e in results["logs"].values()
                  for run in ("job", "job_cut")) and all(
+            r["job_ok"] and r["live_ok"] for e in results["logs"].values() for r in e.get("runs", ())) and all(
             r["outputs_equal_simulator"] for e in results["logs"].values() for r in e["replay"])
     finally:
         if args.keep_scratch or not ok:
