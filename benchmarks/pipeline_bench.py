@@ -716,6 +716,8 @@ def paired_runs(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
             sim = run_simulator(lines)
             sim.pop("expected_lines")
             job = run_job_on(f"{name}-{i}", lines, settings, scratch, log)
+            log(f"{name}: job {job['wall_seconds']:.1f}s available-now (simulator {sim['seconds']:.2f}s), outputs "
+                f"equal the simulator: {job['verify']['ok']}")
             done()
         live_sim = run_simulator(lines)
         live = run_live_on(f"{name}-live-{i}", lines, settings, scratch, spark, log)
