@@ -171,10 +171,12 @@ def run_job(
     def request_stop(signum: int, _frame: FrameType | None) -> None:
         stop_requested.append(signum)
 
+    def stopped() -> bool:
+        return bool(stop_requested) or (stop is not None and stop.is_set())
+
     def running(queries: list[tuple[str, StreamingQuery]]) -> bool:
         expired = run_seconds is not None and time.monotonic() - started >= run_seconds
-        stopped = bool(stop_requested) or (stop is not None and stop.is_set())
-        return any(q.isActive for _, q in queries) and not stopped and not expired
+        return any(q.isActive for _, q in queries) and not stopped() and not expired
 
     def follow(queries: list[tuple[str, StreamingQuery]]) -> None:
         last_scan = time.monotonic()
@@ -205,7 +207,7 @@ def run_job(
             for name, build in (("relay", build_relay_query), ("subscribers", build_subscriber_query)):
                 queries = [(name, build(spark, settings, config, key, True))]
                 follow(queries)
-                if stop_requested or (stop is not None and stop.is_set()):
+                if stopped():
                     break
         else:
             queries = [("relay", build_relay_query(spark, settings, config, key, False)),
