@@ -40,6 +40,7 @@ __all__ = [
 
 FETCH_BYTES = 64 * 1024 * 1024
 SOURCE_FETCH_WAIT_MS = 20
+SINK_BATCH_BYTES = 1024 * 1024
 KAFKA_LIMITS = {
     # a view or an input may pass Kafka's 1 MB default: read and write records up to the topics' 16 MiB
     "source": {"kafka.max.partition.fetch.bytes": str(FETCH_BYTES), "kafka.fetch.max.bytes": str(FETCH_BYTES),
@@ -53,7 +54,12 @@ KAFKA_LIMITS = {
                # the block author writes each block in a transaction: an aborted (fenced, killed) block is never read
                "kafka.isolation.level": "read_committed"},
     "sink": {"kafka.max.request.size": str(32 * 1024 * 1024), "kafka.compression.type": "lz4", "kafka.acks": "all",
-             "kafka.linger.ms": "5"},
+             "kafka.linger.ms": "5",
+             # Record batches up to 1 MiB per partition (Kafka's default: 16 KiB). A view (about 17 KB on the issue-11
+             # log) filled a default batch alone, and each batch is its own LZ4 frame (a 64 KiB buffer zeroed per
+             # frame), request and broker validation. Interleaved in one JVM on that log (3 pairs each): a run's CPU
+             # 9.5 -> 7.5 s available-now, the live job 6.2 -> 5.2 s end to end. Linger stays 5 ms: no added latency.
+             "kafka.batch.size": str(SINK_BATCH_BYTES)},
 }
 
 

@@ -112,6 +112,17 @@ def test_the_kafka_source_bounds_the_brokers_fetch_hold() -> None:
     assert source["kafka.isolation.level"] == "read_committed"
 
 
+def test_the_kafka_sinks_batch_a_partition_s_records_up_to_a_mebibyte() -> None:
+    """A view filled Kafka's default 16 KiB batch alone, one LZ4 frame, request and broker validation each; the
+    sinks batch up to 1 MiB per partition (streaming/pipeline.py says what it measured), within a request."""
+    from streaming.pipeline import KAFKA_LIMITS
+
+    sink = KAFKA_LIMITS["sink"]
+    assert int(sink["kafka.batch.size"]) >= 1024 * 1024
+    assert int(sink["kafka.batch.size"]) <= int(sink["kafka.max.request.size"])
+    assert int(sink["kafka.linger.ms"]) <= 5  # batching never waits longer than it did
+
+
 @pytest.mark.spark
 def test_checkpoint_files_go_through_the_file_system_api(spark: SparkSession, tmp_path: Path) -> None:
     """The manager Spark resolves for a checkpoint folder (offset and commit logs, state changelogs) is the
