@@ -779,6 +779,12 @@ def _spread(values: Sequence[float], unit: str = "") -> str:
     return middle if len(values) == 1 else f"{middle} ({min(values):.2f}-{max(values):.2f})"
 
 
+def _over(runs: int) -> str:
+    """How the runs table's figures are taken, in words."""
+    return ("one run each (the simulator's figure: the median and range of its two runs)" if runs == 1
+            else f"median (range) over {runs} runs")
+
+
 def runs_table(results: dict[str, Any]) -> str:
     """Each log measured ``runs`` times: the job available-now and the live job, each beside its own simulator
     run; ratios are the simulator's seconds over the job's, per pair."""
@@ -786,9 +792,13 @@ def runs_table(results: dict[str, Any]) -> str:
     if not rows:
         return ""
     parts = [f"""
-The job available-now (its two queries started and stopped in the run) and the live job (both queries running with a {LIVE_TRIGGER_SECONDS:g} s trigger, as `pubsub demo --live` runs them, started on empty topics; the log produced once both have run their first batch; end to end is the first record produced to the last output record's Kafka timestamp), each run beside its own simulator run; median (range) over {results.get("runs", 1)} runs, ratio per pair:
+The job available-now (its two queries started and stopped in the run) and the live job (both queries running \
+with a {LIVE_TRIGGER_SECONDS:g} s trigger, as `pubsub demo --live` runs them, started on empty topics; the log \
+produced once both have run their first batch; end to end is the first record produced to the last output \
+record's Kafka timestamp), each run beside its own simulator run; {_over(results.get("runs", 1))}, ratio per pair:
 
-| log | runs | simulator (s) | job available-now (s) | available-now / simulator | live end to end (s) | live / simulator | outputs = simulator |
+| log | runs | simulator (s) | job available-now (s) | available-now / simulator | live end to end (s) | \
+live / simulator | outputs = simulator |
 |---|---:|---:|---:|---:|---:|---:|---|
 """]
     for name, measured in rows:
