@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,8 @@ def run_simulator(lines: Sequence[bytes]) -> dict[str, Any]:
     for line in lines:
         out += simulator.feed_line(line)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    kinds = Counter(record.topic.rpartition(".")[2] for record in out)
+    topics = Counter(record.topic for record in out)
+    kinds = Counter(name.rpartition(".")[2] for name in topics.elements())
     publishes = upward = 0
     blocks = 0
     for record in out:
@@ -148,6 +149,7 @@ def run_simulator(lines: Sequence[bytes]) -> dict[str, Any]:
         if record.topic.endswith(".seals"):
             blocks += 1
     return {"seconds": wall, "cpu_seconds": cpu, "outputs": len(out), "outputs_by_kind": dict(sorted(kinds.items())),
+            "outputs_by_topic": dict(sorted(topics.items())),
             "publishes": publishes, "executed_messages": upward, "blocks": blocks,
             "expected_lines": Counter(record.to_line() for record in out)}
 
@@ -268,20 +270,20 @@ def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
     }
 
 
-def run_live_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path, spark: Any,
-                log: Callable[[str], None]) -> dict[str, Any]:
+def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], settings: Any, scratch: Path,
+                spark: Any, log: Callable[[str], None]) -> dict[str, Any]:
     """The live job (both queries running, trigger ``LIVE_TRIGGER_SECONDS``) started on fresh empty topics; once
     both queries have run their first batch, ``lines`` are produced. End to end is the first record produced to the
     last output record written (Kafka's timestamps, the sink's clock), as a user of the running job sees it; the
-    run stops once every output topic holds the simulator's count, then the outputs are checked."""
+    run stops once every output topic holds the simulator's count (``sizes``: ``run_simulator``'s
+    ``outputs_by_topic``), then the outputs are checked."""
     from producers.kafka_io import produce, read_topic, wait_for_sizes
     from pubsub_core.stages.topics import OUTPUTS, topic
     from streaming.job import BatchReport, run_job
     from streaming.pipeline import QueryNames
-    from streaming.verify import check_outputs, expected_sizes, fresh_topics, summary_counts
+    from streaming.verify import check_outputs, fresh_topics, summary_counts
 
     records, realms = fresh_topics(lines, settings, reset_topics=True)
-    sizes = expected_sizes(lines, settings)
     job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms),
                                        trigger_seconds=LIVE_TRIGGER_SECONDS)
     names = {QueryNames().relay, QueryNames().subscribers}
@@ -720,7 +722,7 @@ def paired_runs(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
                 f"equal the simulator: {job['verify']['ok']}")
             done()
         live_sim = run_simulator(lines)
-        live = run_live_on(f"{name}-live-{i}", lines, settings, scratch, spark, log)
+        live = run_live_on(f"{name}-live-{i}", lines, live_sim["outputs_by_topic"], settings, scratch, spark, log)
         log(f"{name}: live job {live['end_to_end_seconds']:.1f}s end to end (simulator {live_sim['seconds']:.2f}s), "
             f"outputs equal the simulator: {live['verify']['ok']}")
         done()

@@ -221,7 +221,7 @@ def topic_size(settings: Settings, topic: str) -> int:
     """How many records ``topic`` holds now (the sum over its partitions of high minus low watermark)."""
     consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
     try:
-        return sum(high - low for low, high in _watermarks(consumer, topic).values())
+        return _size(consumer, topic)
     except KafkaException as exc:
         raise KafkaIOError(topic, str(exc)) from exc
     finally:
@@ -234,14 +234,12 @@ def wait_for_sizes(settings: Settings, sizes: Mapping[str, int], timeout: float,
     consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
     deadline = time.monotonic() + timeout
     try:
-        waiting = dict(sizes)
+        waiting = {name: n for name, n in sizes.items() if _size(consumer, name) < n}
         while waiting:
-            waiting = {name: n for name, n in waiting.items()
-                       if sum(high - low for low, high in _watermarks(consumer, name).values()) < n}
-            if waiting and time.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 return False
-            if waiting:
-                time.sleep(every)
+            time.sleep(every)
+            waiting = {name: n for name, n in waiting.items() if _size(consumer, name) < n}
         return True
     except KafkaException as exc:
         raise KafkaIOError(", ".join(sizes), str(exc)) from exc
@@ -312,6 +310,11 @@ def consumed(msg: Message) -> ConsumedRecord:
 def _timestamp(msg: Message) -> int | None:
     kind, millis = msg.timestamp()
     return None if kind == TIMESTAMP_NOT_AVAILABLE else millis
+
+
+def _size(consumer: Consumer, topic: str) -> int:
+    """How many records ``topic`` holds now: high minus low watermark, summed over its partitions."""
+    return sum(high - low for low, high in _watermarks(consumer, topic).values())
 
 
 def _watermarks(consumer: Consumer, topic: str) -> dict[int, tuple[int, int]]:

@@ -144,15 +144,14 @@ class Signer:
 
         if len(seed) != 32:
             raise ValueError(f"an ed25519 seed is 32 bytes, got {len(seed)}")
-        self._key = eddsa.import_private_key(seed)
-        self.public_key: bytes = self._key.public_key().export_key(format="raw")
+        key = eddsa.import_private_key(seed)
+        self._scheme = eddsa.new(key, "rfc8032")  # stateless between messages: one per key
+        self.public_key: bytes = key.public_key().export_key(format="raw")
 
     def __repr__(self) -> str:
         return f"Signer(public_key=0x{self.public_key.hex()})"
 
     def sign(self, topic: Topic, seqno: int, data: bytes) -> Envelope:
-        from Crypto.Signature import eddsa
-
         unsigned = Envelope(self.public_key, seqno, topic, data, bytes(64))
-        signature = eddsa.new(self._key, "rfc8032").sign(unsigned.signing_payload())
+        signature = self._scheme.sign(unsigned.signing_payload())
         return Envelope(self.public_key, seqno, topic, data, signature)
