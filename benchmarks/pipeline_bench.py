@@ -20,8 +20,8 @@ What it measures, per log (examples/busy.jsonl and a seeded workload of more tha
    with the job's backend (``streaming.operators.page_backend``) over a
    dict-backed MapState that counts getValue / updateValue / removeKey and the bytes they move. The input is cut
    into micro-batches as maxOffsetsPerTrigger would (Spark's per-partition proration), the seam records are
-   partitioned as the Kafka sink would (murmur2 of the key), and the replay's outputs are compared with the
-   simulator's too.
+   partitioned as the stages' writers do (the Java client's murmur2 of the key), and the replay's outputs are
+   compared with the simulator's too.
 3. Bytes on the seam: the value size of every ``relay-views`` record the job wrote (one per subscriber per
    block), read back from Kafka.
 """
@@ -274,7 +274,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
                 spark: Any, log: Callable[[str], None]) -> dict[str, Any]:
     """The live job (both queries running, trigger ``LIVE_TRIGGER_SECONDS``) started on fresh empty topics; once
     both queries have run their first batch, ``lines`` are produced. End to end is the first record produced to the
-    last output record written (Kafka's timestamps, the sink's clock), as a user of the running job sees it; the
+    last output record written (Kafka's timestamps, the writer's clock), as a user of the running job sees it; the
     run stops once every output topic holds the simulator's count (``sizes``: ``run_simulator``'s
     ``outputs_by_topic``), then the outputs are checked."""
     from producers.kafka_io import produce, read_topic, wait_for_sizes
@@ -444,7 +444,7 @@ def cut_batches(rows: Sequence[Any], limit: int | None) -> list[list[Any]]:
 
 
 def murmur2_partition(key: bytes, partitions: int) -> int:
-    """The partition Kafka's Java producer picks for a keyed record (murmur2, as the Spark sink uses)."""
+    """The partition Kafka's Java producer picks for a keyed record (murmur2; the stages' writers pick the same)."""
     m, length = 0x5BD1E995, len(key)
     h = (0x9747B28C ^ length) & 0xFFFFFFFF
     for i in range(length // 4):
@@ -928,8 +928,8 @@ The same logs replayed through `relay_rows` (Stage R, one group per realm) and `
 one group per subscriber) with the job's backend (`streaming.operators.page_backend`: a namespace is one page \
 until it passes 16 KiB, then 16), over a dict-backed MapState that counts its calls: each one is a JVM round \
 trip in the job (about 80 us). The input is cut as maxOffsetsPerTrigger would cut it (Spark's per-partition proration over the \
-input topics; seam records partitioned by murmur2 of the key over {VIEWS_PARTITIONS} partitions, as the Kafka \
-sink does), each stage's state persisting across batches. Calls and KiB are per micro-batch of the stage (summed \
+input topics; seam records partitioned by murmur2 of the key over {VIEWS_PARTITIONS} partitions, as the stages' \
+writers do), each stage's state persisting across batches. Calls and KiB are per micro-batch of the stage (summed \
 over the groups in it); "per group" is per `handleInputRows` call. "s" is the Python time of the operator \
 functions alone, in CPU seconds (no Spark, no Kafka). With one batch per query nothing is read back (the state starts empty \
 and every read finds no page), so the KiB read are 0 there.
@@ -1041,8 +1041,8 @@ def reading(results: dict[str, Any]) -> str:
                          f"is {marginal}. ")
         lines.append(
             "The operator functions themselves (the replay in one batch, outside Spark, CPU time) account for "
-            + " and ".join(parts) + "; the rest is on Spark's side (Kafka source and sink, the transfer to the Python "
-            "worker, state store commits, MapState round trips), not separated further here.\n")
+            + " and ".join(parts) + "; the rest is the writing to Kafka and Spark's side (Kafka source, the "
+            "transfer to the Python worker, state store commits, MapState round trips), not separated further here.\n")
     calls = []
     for n, e in logs.items():
         r0, r7 = e["replay"][0], e["replay"][-1]

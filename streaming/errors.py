@@ -11,6 +11,7 @@ __all__ = [
     "BrokerStartError",
     "ClusterError",
     "JarsMissingError",
+    "RecordWriteError",
     "SettingsError",
     "StreamingError",
 ]
@@ -84,3 +85,13 @@ class CheckpointDiskFull(StreamingError):
             "resumes from the last committed batch.")
         self.checkpoint = checkpoint
         self.free_bytes = free_bytes
+
+
+class RecordWriteError(StreamingError):
+    """Kafka did not take records a stage wrote: the micro-batch fails and runs again (nothing is committed)."""
+
+    def __init__(self, topic: str, reason: str, failed: int) -> None:
+        super().__init__(f"{failed} records were not delivered, first on topic {topic}: {reason}")
+        self.topic = topic
+        self.reason = reason
+        self.failed = failed

@@ -8,11 +8,10 @@ by realm and subscriber) checks each seam record's MAC, decodes the view and han
 MapState (``state.spark.SparkStateBackend``, pages written once per batch).
 
 ``relay_rows`` and ``subscriber_rows`` are plain functions over any ``StateBackend``, so they are tested
-without Spark; ``relay_frames`` and ``subscriber_frames`` only adapt Spark's rows and handles. The pandas flavour of
-transformWithState is used for its output: each DataFrame a processor yields goes to the sink as it is made
-(the row flavour gathers a key's whole output into one Arrow batch), so a block's views reach the seam while
-Stage R works on the next block (``relay_chunks``), for the continuous job's Stage S to start on. Issue 11 log,
-available-now, same run: Python workers 7.2 CPU s instead of 7.7, job 13.3 s instead of 13.9 (within noise).
+without Spark; ``relay_frames`` and ``subscriber_frames`` only adapt Spark's rows and handles. The records go to
+Kafka from the worker (``streaming.record_writer``) chunk by chunk as they are made, so a block's views reach the
+seam while Stage R works on the next block (``relay_chunks``), for the continuous job's Stage S to start on; Spark
+gets the batch's ``BatchSummary``.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import (
@@ -43,8 +42,10 @@ from state import StateBackend
 from state.spark import SparkStateBackend
 
 __all__ = [
+    "BatchSummary",
     "KafkaRow",
     "OutRow",
+    "Writer",
     "page_backend",
     "relay_chunks",
     "relay_frames",
@@ -87,7 +88,7 @@ class KafkaRow:
 
 @dataclass(frozen=True, slots=True)
 class OutRow:
-    """One record for the Kafka sink: topic, key, value (canonical JSON) and the ``id`` header."""
+    """One record to write to Kafka: topic, key, value (canonical JSON) and the ``id`` header."""
 
     topic: str
     key: str
@@ -140,7 +141,7 @@ def _feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
 def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
                  seam_key: bytes) -> Iterator[list[OutRow]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's seam records (or at
-    ``CHUNK_ROWS``), so the sink writes a block's views while Stage R works on the next block."""
+    ``CHUNK_ROWS``), so a block's views are written while Stage R works on the next block."""
     stage = RelayStage(realm, config, backend)
     out: list[OutRow] = []
     for row in sorted(rows, key=_feed_order):
@@ -236,16 +237,37 @@ def _kafka_rows(frames: Iterator[Any]) -> list[KafkaRow]:
     ]
 
 
-def _frame(rows: Sequence[OutRow]) -> Any:
-    """Rows as one pandas DataFrame (``streaming.processors.OUTPUT_SCHEMA``), so pyarrow converts them by column."""
-    import pandas as pd
+@dataclass
+class BatchSummary:
+    """What a stage wrote in a micro-batch, handed to Spark in the records' place: records per topic, and each
+    seal's height (the job's progress line and its ``heights`` metric)."""
 
-    return pd.DataFrame({
-        "topic": [row.topic for row in rows],
-        "key": [row.key for row in rows],
-        "value": [row.value for row in rows],
-        "id": [row.id for row in rows],
-    })
+    counts: dict[str, int] = field(default_factory=dict)
+    seals: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, rows: Iterable[OutRow]) -> None:
+        for row in rows:
+            if row.topic.endswith(".seals"):
+                self.seals.append((row.topic, row.key))
+            else:
+                self.counts[row.topic] = self.counts.get(row.topic, 0) + 1
+
+    def frame(self) -> Any:
+        """As one pandas DataFrame (``streaming.processors.OUTPUT_SCHEMA``): a row per topic with its count
+        (``key`` null), a row per seal with its height as the key (count 1)."""
+        import pandas as pd
+
+        rows = [(name, None, n) for name, n in sorted(self.counts.items())] + [(t, k, 1) for t, k in self.seals]
+        return pd.DataFrame({"topic": [t for t, _, _ in rows], "key": [k for _, k, _ in rows],
+                             "records": pd.Series([n for _, _, n in rows], dtype="int64")})
+
+
+class Writer(Protocol):
+    """Where a stage's records go (``streaming.record_writer.RecordWriter``: Kafka)."""
+
+    def write(self, records: Iterable[tuple[str, str, str, str]]) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 PROFILE_ENV = "PUBSUB_OPERATOR_PROFILE"
@@ -253,38 +275,41 @@ PROFILE_ENV = "PUBSUB_OPERATOR_PROFILE"
 cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, for benchmarks/pipeline_bench)."""
 
 
-def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend) -> Iterator[Any]:
-    """Each chunk as a DataFrame as soon as it is made (the sink writes it while the next one is computed), then
-    the batch's state pages (one MapState call per changed page); with ``PROFILE_ENV``, under cProfile."""
+def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend, writer: Writer) -> Iterator[Any]:
+    """Each chunk written as soon as it is made (Stage S may start on a block's views while Stage R works on the
+    next), then the batch's state pages (one MapState call per changed page), every record delivered, and the
+    batch's summary; with ``PROFILE_ENV``, under cProfile."""
     folder = os.environ.get(PROFILE_ENV)
     profile = cProfile.Profile() if folder else None
-    while True:
-        if profile is not None:
-            profile.enable()
-        chunk = next(chunks, None)
-        if chunk is None:
-            backend.flush()
-        if profile is not None:
-            profile.disable()
-        if chunk is None:
-            break
-        yield _frame(chunk)
+    if profile is not None:
+        profile.enable()
+    summary = BatchSummary()
+    for chunk in chunks:
+        writer.write((row.topic, row.key, row.value, row.id) for row in chunk)
+        summary.add(chunk)
+    backend.flush()
+    writer.flush()
     if profile is not None and folder:
+        profile.disable()
         os.makedirs(folder, exist_ok=True)
         count = len([f for f in os.listdir(folder) if f.startswith(f"{name}-{os.getpid()}-")])
         profile.dump_stats(os.path.join(folder, f"{name}-{os.getpid()}-{count}.prof"))
+    if summary.counts or summary.seals:
+        yield summary.frame()
 
 
-def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,
-                 seam_key: bytes) -> Iterator[Any]:
-    """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState): output DataFrames."""
+def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig, seam_key: bytes,
+                 writer: Writer) -> Iterator[Any]:
+    """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState), its records to
+    ``writer``: the batch's summary."""
     backend = page_backend(pages)
-    yield from _frames("relay", relay_chunks(realm, _kafka_rows(frames), backend, config, seam_key), backend)
+    yield from _frames("relay", relay_chunks(realm, _kafka_rows(frames), backend, config, seam_key), backend, writer)
 
 
 def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,
-                      seam_key: bytes) -> Iterator[Any]:
-    """Stage S over one subscriber's seam DataFrames, its state in ``pages``: output DataFrames."""
+                      seam_key: bytes, writer: Writer) -> Iterator[Any]:
+    """Stage S over one subscriber's seam DataFrames, its state in ``pages``, its records to ``writer``: the
+    batch's summary."""
     backend = page_backend(pages)
     chunks = subscriber_chunks(realm, subscriber, _kafka_rows(frames), backend, config, seam_key)
-    yield from _frames("subscriber", chunks, backend)
+    yield from _frames("subscriber", chunks, backend, writer)

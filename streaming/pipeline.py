@@ -3,7 +3,8 @@
 Query R reads every realm's input topics (``subscribePattern``, so a realm whose topics appear later is picked
 up), groups by realm and runs ``RelayOperator``; it writes the relay's outputs and the seam records
 (``<realm>.relay-views``). Query S reads the seam topics, groups by (realm, subscriber) and runs
-``SubscriberOperator``; it writes updates, subscriber events and PoV records. Each query has its own
+``SubscriberOperator``; it writes updates, subscriber events and PoV records. The operators write their records
+to Kafka themselves (``streaming.record_writer``); Spark gets per-batch counts, the queries' progress metrics. Each query has its own
 checkpoint (``relay/``, ``subscribers/``), so each half restarts on its own, and Stage S scales with the
 partitions of the seam topics.
 """
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 __all__ = [
-    "KAFKA_LIMITS",
+    "KAFKA_SOURCE_OPTIONS",
     "QueryNames",
     "build_relay_query",
     "build_subscriber_query",
@@ -40,26 +41,18 @@ __all__ = [
 
 FETCH_BYTES = 64 * 1024 * 1024
 SOURCE_FETCH_WAIT_MS = 20
-SINK_BATCH_BYTES = 1024 * 1024
-KAFKA_LIMITS = {
-    # a view or an input may pass Kafka's 1 MB default: read and write records up to the topics' 16 MiB
-    "source": {"kafka.max.partition.fetch.bytes": str(FETCH_BYTES), "kafka.fetch.max.bytes": str(FETCH_BYTES),
-               "kafka.metadata.max.age.ms": "2000",
-               # How long the broker may hold a fetch that finds nothing new (Kafka's default: 500 ms). Spark keeps
-               # its consumers in a pool across batches, and a consumer's next fetch waited out this hold at every
-               # batch (a fetch sent ahead at the end of the last one, parked at the log end); the source stage
-               # took 0.5-0.7 s per batch on a few rows, 0.09-0.10 s with 20 ms (benchmarks/latency_bench, p50).
-               # Spark's consumers fetch only inside a task, so a short hold costs no idle traffic.
-               "kafka.fetch.max.wait.ms": str(SOURCE_FETCH_WAIT_MS),
-               # the block author writes each block in a transaction: an aborted (fenced, killed) block is never read
-               "kafka.isolation.level": "read_committed"},
-    "sink": {"kafka.max.request.size": str(32 * 1024 * 1024), "kafka.compression.type": "lz4", "kafka.acks": "all",
-             "kafka.linger.ms": "5",
-             # Record batches up to 1 MiB per partition (Kafka's default: 16 KiB). A view (about 17 KB on the issue-11
-             # log) filled a default batch alone, and each batch is its own LZ4 frame (a 64 KiB buffer zeroed per
-             # frame), request and broker validation. Interleaved in one JVM on that log (3 pairs each): a run's CPU
-             # 9.5 -> 7.5 s available-now, the live job 6.2 -> 5.2 s end to end. Linger stays 5 ms: no added latency.
-             "kafka.batch.size": str(SINK_BATCH_BYTES)},
+KAFKA_SOURCE_OPTIONS = {
+    # a view or an input may pass Kafka's 1 MB default: read records up to the topics' 16 MiB
+    "kafka.max.partition.fetch.bytes": str(FETCH_BYTES), "kafka.fetch.max.bytes": str(FETCH_BYTES),
+    "kafka.metadata.max.age.ms": "2000",
+    # How long the broker may hold a fetch that finds nothing new (Kafka's default: 500 ms). Spark keeps its
+    # consumers in a pool across batches, and a consumer's next fetch waited out this hold at every batch (a fetch
+    # sent ahead at the end of the last one, parked at the log end); the source stage took 0.5-0.7 s per batch on a
+    # few rows, 0.09-0.10 s with 20 ms (benchmarks/latency_bench, p50). Spark's consumers fetch only inside a
+    # task, so a short hold costs no idle traffic.
+    "kafka.fetch.max.wait.ms": str(SOURCE_FETCH_WAIT_MS),
+    # the block author writes each block in a transaction: an aborted (fenced, killed) block is never read
+    "kafka.isolation.level": "read_committed",
 }
 
 
@@ -90,7 +83,7 @@ def load_protocol_config(path: Path | None, seam: str | None = None) -> Simulato
 
 
 def _source(spark: SparkSession, settings: Settings, pattern: str) -> DataFrame:
-    reader = spark.readStream.format("kafka").options(**settings.spark_kafka_options(), **KAFKA_LIMITS["source"])
+    reader = spark.readStream.format("kafka").options(**settings.spark_kafka_options(), **KAFKA_SOURCE_OPTIONS)
     reader = reader.option("subscribePattern", pattern).option("startingOffsets", "earliest")
     reader = reader.option("failOnDataLoss", "true")
     if settings.max_offsets_per_trigger is not None:
@@ -98,28 +91,22 @@ def _source(spark: SparkSession, settings: Settings, pattern: str) -> DataFrame:
     return reader.load()
 
 
-def _with_headers(out: DataFrame) -> DataFrame:
-    """The operators' rows as the Kafka sink takes them: the ``id`` column becomes the record's ``id`` header."""
-    from pyspark.sql import functions as F
-
-    header = F.struct(F.lit("id").alias("key"), F.col("id").cast("binary").alias("value"))
-    return out.select("topic", "key", "value", F.array(header).alias("headers"))
-
-
-def _observed(out: DataFrame, name: str) -> DataFrame:
-    """Per-batch counts of records out per topic kind, and the sealed heights (``realm:number``)."""
+def _observed(summary: DataFrame, name: str) -> DataFrame:
+    """Per-batch counts of records written per topic kind, and the sealed heights (``realm:number``), from the
+    operators' summaries (``streaming.operators.BatchSummary``)."""
     from pyspark.sql import functions as F
 
     kind = F.substring_index("topic", ".", -1)
-    counts = [F.count_if(kind == k).alias(k) for k in (*OUTPUTS, VIEWS)]
+    counts = [F.coalesce(F.sum(F.when(kind == k, F.col("records"))), F.lit(0)).alias(k) for k in (*OUTPUTS, VIEWS)]
     heights = F.collect_set(F.when(kind == "seals", F.concat(F.substring_index("topic", ".", 1), F.lit(":"), "key")))
-    return out.observe(name, *counts, heights.alias("heights"))
+    return summary.observe(name, *counts, heights.alias("heights"))
 
 
-def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, available_now: bool) -> StreamingQuery:
+def _start(summary: DataFrame, checkpoint: Path, name: str, settings: Settings, available_now: bool) -> StreamingQuery:
+    """The query started: the records are already in Kafka (the operators write them), so the summaries go to the
+    no-op sink once ``_observed`` has counted them."""
     writer = (
-        out.writeStream.format("kafka")
-        .options(**settings.spark_kafka_options(), **KAFKA_LIMITS["sink"])
+        summary.writeStream.format("noop")
         .option("checkpointLocation", str(checkpoint))
         .outputMode("update")
         .queryName(name)
@@ -127,6 +114,12 @@ def _sink(out: DataFrame, settings: Settings, checkpoint: Path, name: str, avail
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
         processingTime=f"{settings.trigger_seconds} seconds")
     return writer.start()
+
+
+def _writer_config(settings: Settings) -> dict[str, str]:
+    from streaming.record_writer import writer_config
+
+    return writer_config(settings.kafka_client_config())
 
 
 def build_relay_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
@@ -141,10 +134,9 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
     rows = _source(spark, settings, pattern).select(
         F.regexp_extract("topic", r"^(.*)\.[^.]+$", 1).alias("realm"), "topic", "partition", "offset", "key", "value")
     out = rows.groupBy("realm").transformWithStateInPandas(
-        statefulProcessor=RelayOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
-        timeMode="None")
-    return _sink(_observed(_with_headers(out), "relay"), settings, settings.checkpoint_dir / "relay", names.relay,
-                 available_now)
+        statefulProcessor=RelayOperator(config, key, _writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
+        outputMode="Update", timeMode="None")
+    return _start(_observed(out, "relay"), settings.checkpoint_dir / "relay", names.relay, settings, available_now)
 
 
 def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
@@ -160,10 +152,10 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
         F.regexp_extract("topic", r"^(.*)\.relay-views$", 1).alias("realm"),
         F.col("key").cast("string").alias("subscriber"), "topic", "partition", "offset", "key", "value")
     out = rows.groupBy("realm", "subscriber").transformWithStateInPandas(
-        statefulProcessor=SubscriberOperator(config, key), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
-        timeMode="None")
-    return _sink(_observed(_with_headers(out), "subscribers"), settings, settings.checkpoint_dir / "subscribers",
-                 names.subscribers, available_now)
+        statefulProcessor=SubscriberOperator(config, key, _writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
+        outputMode="Update", timeMode="None")
+    return _start(_observed(out, "subscribers"), settings.checkpoint_dir / "subscribers", names.subscribers, settings,
+                  available_now)
 
 
 def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:

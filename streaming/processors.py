@@ -20,22 +20,25 @@ from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME
 
 if TYPE_CHECKING:
     from pubsub_core.stages import SimulatorConfig
+    from streaming.operators import Writer
 
 __all__ = ["OUTPUT_SCHEMA", "RelayOperator", "SubscriberOperator"]
 
-OUTPUT_SCHEMA = "topic string, key string, value string, id string"
-"""What the operators yield: plain strings, converted by column (the pipeline turns ``id`` into the sink's
-``headers`` in the JVM). A headers column of lists of structs built in Python cost 0.33 s of the Python worker's
-time for Stage R's 27,340 rows of the issue-11 log against 0.04 s for this (7.5x)."""
+OUTPUT_SCHEMA = "topic string, key string, records long"
+"""What the operators yield once a batch's records are in Kafka (``streaming.operators.BatchSummary``): records per
+topic, and a row per seal with its height as the key; the records themselves go from the worker to Kafka
+(``streaming.record_writer``)."""
 
 
 class _Processor:
-    """What both processors share: the pages MapState, the seam key, the protocol config (pickled until used)."""
+    """What both processors share: the pages MapState, the seam key, the protocol config (pickled until used), and
+    the Kafka writer's configuration (``streaming.record_writer.writer_config``)."""
 
-    def __init__(self, config: SimulatorConfig, seam_key: bytes) -> None:
+    def __init__(self, config: SimulatorConfig, seam_key: bytes, writer_config: dict[str, str]) -> None:
         self._pickled_config = pickle.dumps(config)
         self._config: SimulatorConfig | None = None
         self.seam_key = seam_key
+        self.writer_config = writer_config
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_config": None}  # the config travels as its pickle only
@@ -46,6 +49,12 @@ class _Processor:
             self._config = pickle.loads(self._pickled_config)
         return self._config
 
+    def writer(self) -> Writer:
+        """This worker's Kafka writer (made on first use, kept across batches)."""
+        from streaming.record_writer import record_writer
+
+        return record_writer(self.writer_config)
+
     def init(self, handle: Any) -> None:
         tune_garbage_collector()  # in the Python worker that runs the stage
         self.pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
@@ -54,7 +63,7 @@ class _Processor:
         """Nothing to release: the state handle belongs to Spark."""
 
     def __str__(self) -> str:
-        return type(self).__name__  # never the seam key
+        return type(self).__name__  # never the seam key nor the Kafka password
 
 
 class RelayOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
@@ -63,7 +72,7 @@ class RelayOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         from streaming.operators import relay_frames
 
-        yield from relay_frames(key[0], rows, self.pages, self.config(), self.seam_key)
+        yield from relay_frames(key[0], rows, self.pages, self.config(), self.seam_key, self.writer())
 
 
 class SubscriberOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
@@ -72,4 +81,4 @@ class SubscriberOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         from streaming.operators import subscriber_frames
 
-        yield from subscriber_frames(key[0], key[1], rows, self.pages, self.config(), self.seam_key)
+        yield from subscriber_frames(key[0], key[1], rows, self.pages, self.config(), self.seam_key, self.writer())

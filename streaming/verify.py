@@ -61,7 +61,7 @@ class VerifyResult:
 
 def compare(expected: Iterable[str], actual: Iterable[str], topics: Sequence[str]) -> list[TopicComparison]:
     """Per topic: ``expected``/``actual`` are canonical output lines (``{"id", "key", "topic", "value"}``).
-    A duplicate is a byte-identical extra copy (the Kafka sink is at-least-once); any other copy differs."""
+    A duplicate is a byte-identical extra copy (the job's output is at-least-once); any other copy differs."""
     import json
 
     want: dict[str, dict[str, str]] = defaultdict(dict)

@@ -134,7 +134,7 @@ def _print_workload(spec: Any, counts: Counter[str], lines: int) -> None:
 
 
 def _by_topic(lines: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """Output lines grouped by topic, one per record id (the Kafka sink is at-least-once), in id order."""
+    """Output lines grouped by topic, one per record id (the job's output is at-least-once), in id order."""
     seen: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for line in lines:
         body = json.loads(line)

@@ -105,22 +105,25 @@ def test_the_running_jvm_compiles_with_c1_only(spark: SparkSession) -> None:
 def test_the_kafka_source_bounds_the_brokers_fetch_hold() -> None:
     """Spark's pooled consumers met, at every batch, a fetch the broker held at the log end for Kafka's default
     500 ms; the source asks for a short hold (streaming/pipeline.py says what it measured)."""
-    from streaming.pipeline import KAFKA_LIMITS
+    from streaming.pipeline import KAFKA_SOURCE_OPTIONS as source
 
-    source = KAFKA_LIMITS["source"]
     assert int(source["kafka.fetch.max.wait.ms"]) <= 50
     assert source["kafka.isolation.level"] == "read_committed"
 
 
-def test_the_kafka_sinks_batch_a_partition_s_records_up_to_a_mebibyte() -> None:
+def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> None:
     """A view filled Kafka's default 16 KiB batch alone, one LZ4 frame, request and broker validation each; the
-    sinks batch up to 1 MiB per partition (streaming/pipeline.py says what it measured), within a request."""
-    from streaming.pipeline import KAFKA_LIMITS
+    stages' writers batch up to 1 MiB per partition (streaming/record_writer.py says what it measured), within a
+    request, on the Java client's partitioner, and keep each partition's order through retries."""
+    from streaming.record_writer import writer_config
 
-    sink = KAFKA_LIMITS["sink"]
-    assert int(sink["kafka.batch.size"]) >= 1024 * 1024
-    assert int(sink["kafka.batch.size"]) <= int(sink["kafka.max.request.size"])
-    assert int(sink["kafka.linger.ms"]) <= 5  # batching never waits longer than it did
+    config = writer_config({"bootstrap.servers": "127.0.0.1:9"})
+    assert int(config["batch.size"]) >= 1024 * 1024
+    assert int(config["batch.size"]) <= int(config["message.max.bytes"])
+    assert int(config["linger.ms"]) <= 5  # batching never waits longer than Spark's sink did
+    assert config["partitioner"] == "murmur2_random"
+    assert config["enable.idempotence"] == "true" and config["acks"] == "all"
+    assert config["bootstrap.servers"] == "127.0.0.1:9"
 
 
 @pytest.mark.spark

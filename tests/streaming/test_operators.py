@@ -11,6 +11,7 @@ import dataclasses
 import json
 import random
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -167,21 +168,24 @@ def test_an_output_over_the_ceiling_becomes_a_rejection(monkeypatch: pytest.Monk
     assert all(len(r.value) <= 500 for r in out)
 
 
+class Pages(dict[tuple[object, ...], tuple[bytes]]):
+    """A MapState over a dict (pyspark's method names)."""
+
+    def getValue(self, key: tuple[object, ...]) -> tuple[bytes] | None:  # noqa: N802 (pyspark's name)
+        return self.get(key)
+
+    def updateValue(self, key: tuple[object, ...], value: tuple[bytes]) -> None:  # noqa: N802
+        self[key] = value
+
+    def removeKey(self, key: tuple[object, ...]) -> None:  # noqa: N802
+        self.pop(key, None)
+
+
 def test_a_key_lands_on_its_namespace_s_stable_page_whatever_was_asked_before() -> None:
     """page_of is memoised per backend: the memo must still tell namespaces (and their page counts) apart."""
     import hashlib
 
     from state.spark import SparkStateBackend, decode_page
-
-    class Pages(dict[tuple[object, ...], tuple[bytes]]):
-        def getValue(self, key: tuple[object, ...]) -> tuple[bytes] | None:  # noqa: N802 (pyspark's name)
-            return self.get(key)
-
-        def updateValue(self, key: tuple[object, ...], value: tuple[bytes]) -> None:  # noqa: N802
-            self[key] = value
-
-        def removeKey(self, key: tuple[object, ...]) -> None:  # noqa: N802
-            self.pop(key, None)
 
     pages = Pages()
     backend = SparkStateBackend(pages, pages={"wide": 16, "narrow": 3}, default_pages=1)
@@ -196,7 +200,7 @@ def test_a_key_lands_on_its_namespace_s_stable_page_whatever_was_asked_before() 
 
 
 def test_stage_r_hands_each_block_s_views_out_as_soon_as_the_block_is_applied() -> None:
-    """relay_chunks ends a chunk with each block's views (the sink writes them while the next block is worked
+    """relay_chunks ends a chunk with each block's views (the writer sends them while the next block is worked
     on), chunks stay bounded, and the chunks together are relay_rows' output."""
     from streaming.operators import CHUNK_ROWS, relay_chunks
 
@@ -212,21 +216,61 @@ def test_stage_r_hands_each_block_s_views_out_as_soon_as_the_block_is_applied() 
     assert flat == relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
 
 
-def test_the_spark_adapters_carry_rows_both_ways_unchanged() -> None:
-    """Input DataFrames -> KafkaRow (nulls, bytes, ints) and OutRow -> the operator's DataFrame (OUTPUT_SCHEMA)."""
+def test_the_spark_adapters_carry_rows_in_unchanged_and_a_summary_out() -> None:
+    """Input DataFrames -> KafkaRow (nulls, bytes, ints); what a stage wrote -> its summary DataFrame
+    (OUTPUT_SCHEMA): records per topic, a row per seal with its height."""
     import pandas as pd
 
-    from streaming.operators import _frame, _kafka_rows
+    from streaming.operators import BatchSummary, _kafka_rows
 
     frame = pd.DataFrame({"realm": ["r", "r"], "topic": ["r.blocks", "r.calls"], "partition": [1, 0],
                           "offset": [7, 2**40], "key": [None, b"k"], "value": [b"v", None]})
     assert _kafka_rows(iter([frame, frame.iloc[:1]])) == [
         KafkaRow("r.blocks", 1, 7, None, b"v"), KafkaRow("r.calls", 0, 2**40, b"k", None),
         KafkaRow("r.blocks", 1, 7, None, b"v")]
-    out = _frame([OutRow("r.events", "5", '{"a":1}', "id/5"), OutRow("r.seals", "", "{}", "s")])
+    summary = BatchSummary()
+    summary.add([OutRow("r.events", "5", '{"a":1}', "id/5"), OutRow("r.seals", "12", "{}", "s/12")])
+    summary.add([OutRow("r.events", "6", "{}", "id/6"), OutRow("r.relay-views", "6", "{}", "v"),
+                 OutRow("r.seals", "13", "{}", "s/13")])
+    out = summary.frame()
     assert out.to_dict("records") == [
-        {"topic": "r.events", "key": "5", "value": '{"a":1}', "id": "id/5"},
-        {"topic": "r.seals", "key": "", "value": "{}", "id": "s"}]
+        {"topic": "r.events", "key": None, "records": 2}, {"topic": "r.relay-views", "key": None, "records": 1},
+        {"topic": "r.seals", "key": "12", "records": 1}, {"topic": "r.seals", "key": "13", "records": 1}]
+    assert str(out["records"].dtype) == "int64"
+
+
+class ListWriter:
+    """Records kept in memory in write order, deliveries counted (the Kafka writer's contract, without Kafka)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, str, str, str]] = []
+        self.flushes: list[int] = []
+
+    def write(self, records: Iterable[tuple[str, str, str, str]]) -> None:
+        self.records += records
+
+    def flush(self) -> None:
+        self.flushes.append(len(self.records))
+
+
+def test_a_stage_writes_every_record_before_it_hands_spark_the_summary() -> None:
+    """``relay_frames`` writes each chunk as it is made, delivers all before its one summary frame, and the
+    records written are ``relay_rows``' (same order, id carried)."""
+    from streaming.operators import _frames, page_backend, relay_chunks
+
+    rows, _ = kafka_inputs((EXAMPLES / "busy.jsonl").read_bytes().splitlines())
+    writer = ListWriter()
+    pages = Pages()
+    backend = page_backend(pages)
+    frames = _frames("relay", relay_chunks("polkadot", rows, backend, CONFIG, KEY), backend, writer)
+    summaries = list(frames)
+    expected = relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
+    assert writer.records == [(r.topic, r.key, r.value, r.id) for r in expected]
+    assert writer.flushes == [len(expected)]
+    assert pages  # the state pages were written before the summary
+    assert len(summaries) == 1
+    counted = summaries[0].groupby("topic")["records"].sum().to_dict()
+    assert counted == {t: sum(1 for r in expected if r.topic == t) for t in {r.topic for r in expected}}
 
 
 def test_stage_r_takes_a_batch_s_genesis_first_and_its_blocks_last() -> None:

@@ -1,0 +1,99 @@
+"""The stages' Kafka writer: each Python worker writes its operator's records to Kafka itself, in place of Spark's
+Kafka sink, and hands Spark only a count per topic (``streaming.operators.BatchSummary``).
+
+Why: through Spark's sink every record crossed from the Python worker to the JVM as Arrow, became a row and was
+sent by Spark's Java producer; on the issue-11 log that path cost more than a second of CPU per run (the JVM's
+sink and producer threads about 20% of its profile) on two cores that the protocol needs. With librdkafka in the
+worker, interleaved in one JVM (3 pairs each): a run's CPU 7.25 -> 6.46 s and the job 5.64 -> 5.06 s
+available-now; the live job 10.4 -> 8.0 CPU s and 5.21 -> 4.34 s end to end (docs/benchmarks.md, "Session 12").
+
+The guarantees are the sink's: records reach Kafka before the batch commits (``flush`` waits for every delivery
+and raises if one failed, which fails the task, so the batch is run again: at least once), in order per partition
+(idempotent producer), on the partition Spark's sink chose (the Java client's murmur2 of the key), with the ``id``
+header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from streaming.errors import RecordWriteError
+
+__all__ = ["WRITER_LIMITS", "RecordWriter", "record_writer", "writer_config"]
+
+WRITER_LIMITS: dict[str, str] = {
+    "enable.idempotence": "true",  # order per partition kept through retries
+    "acks": "all",
+    # the Java client's partitioner (Spark's sink): a key lands where it did, and where the seam's readers expect it
+    "partitioner": "murmur2_random",
+    "compression.type": "lz4",
+    "linger.ms": "5",
+    # Record batches up to 1 MiB per partition: a view (about 17 KB on the issue-11 log) fills Kafka's default
+    # 16 KiB batch alone, each batch its own compression frame and request (session 11, on Spark's sink: a run's
+    # CPU 9.5 -> 7.5 s).
+    "batch.size": str(1024 * 1024),
+    # a view or an output may pass Kafka's 1 MB default: up to the topics' 16 MiB (a request holds several)
+    "message.max.bytes": str(32 * 1024 * 1024),
+    "log_level": "3",
+}
+
+FLUSH_STEP_SECONDS = 1.0
+"""``flush`` waits this long per step until nothing is in flight; librdkafka fails a record that it could not
+deliver within ``message.timeout.ms`` (5 minutes by default), so the wait ends."""
+
+
+def writer_config(client: Mapping[str, str]) -> dict[str, str]:
+    """The writer's librdkafka configuration: the connection (``Settings.kafka_client_config``) and the limits."""
+    return {**client, **WRITER_LIMITS}
+
+
+class RecordWriter:
+    """One producer per worker process, kept across batches: ``write`` queues records, ``flush`` delivers them."""
+
+    def __init__(self, config: Mapping[str, str]) -> None:
+        from confluent_kafka import KafkaException, Producer  # in the workers that write: the pre-init worker never does
+
+        self._producer = Producer(dict(config))
+        self._refused = KafkaException
+        self._failures: list[tuple[str, str]] = []
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self._failures.append((msg.topic() or "?", err.str()))
+
+    def write(self, records: Iterable[tuple[str, str, str, str]]) -> None:
+        """Queue (topic, key, value, id) records; a full queue is drained by serving deliveries."""
+        produce, poll = self._producer.produce, self._producer.poll
+        for topic, key, value, record_id in records:
+            while True:
+                try:
+                    produce(topic, value.encode(), key.encode(), headers=[("id", record_id.encode())],
+                            on_delivery=self._delivered)
+                    break
+                except BufferError:
+                    poll(0.05)
+                except self._refused as exc:  # refused before queueing (the client's own checks)
+                    raise RecordWriteError(topic, str(exc), 1) from exc
+        poll(0)
+
+    def flush(self) -> None:
+        """Wait until every queued record is delivered; ``RecordWriteError`` if any was not (the batch fails)."""
+        while self._producer.flush(FLUSH_STEP_SECONDS) > 0:
+            pass
+        if self._failures:
+            failures, self._failures = self._failures, []
+            topic, reason = failures[0]
+            raise RecordWriteError(topic, reason, len(failures))
+
+
+_WRITERS: dict[frozenset[tuple[str, str]], RecordWriter] = {}
+
+
+def record_writer(config: Mapping[str, str]) -> RecordWriter:
+    """This process's writer for ``config`` (made on first use): its connections and threads serve every batch."""
+    key = frozenset(config.items())
+    writer = _WRITERS.get(key)
+    if writer is None:
+        writer = _WRITERS[key] = RecordWriter(config)
+    return writer

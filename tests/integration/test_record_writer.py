@@ -1,0 +1,81 @@
+"""The stages' Kafka writer on the real broker: where records land, what they carry, and a refusal as a typed error."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+
+from producers.kafka_io import ID_HEADER, read_topic
+from producers.topics import create_topics
+from streaming.errors import RecordWriteError
+from streaming.record_writer import RecordWriter, record_writer, writer_config
+from streaming.settings import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.kafka
+
+
+def _topic(settings: Settings, partitions: int, config: dict[str, str] | None = None) -> str:
+    name = f"writer-{uuid.uuid4().hex[:8]}"
+    create_topics(settings, [name], partitions, config)
+    return name
+
+
+@pytest.mark.spark
+def test_records_land_on_the_partition_spark_s_sink_chose_in_order_with_their_id(
+        kafka_settings: Settings, spark: SparkSession) -> None:
+    """The partition of each keyed record is the Java client's (Spark's Kafka sink, asked in Spark's JVM), each
+    partition keeps the write order, and key, value and ``id`` header arrive as written (an empty key too)."""
+    name = _topic(kafka_settings, 4)
+    records = [(name, "" if i % 17 == 0 else f"subscriber-{i % 23}", f'{{"n":{i}}}', f"id/{i}") for i in range(300)]
+    writer = RecordWriter(writer_config(kafka_settings.kafka_client_config()))
+    writer.write(records[:120])
+    writer.write(records[120:])
+    writer.flush()
+
+    utils = spark.sparkContext._jvm.org.apache.kafka.common.utils.Utils  # type: ignore[union-attr]
+    java_partition = {key: utils.toPositive(utils.murmur2(bytearray(key.encode()))) % 4 for _, key, _, _ in records}
+    read = read_topic(kafka_settings, name)
+    assert len(read) == len(records)
+    by_id = {record.header(ID_HEADER): record for record in read}
+    for _, key, value, record_id in records:
+        got = by_id[record_id.encode()]
+        assert (got.key, got.value, got.partition) == (key.encode(), value.encode(), java_partition[key])
+    for partition in range(4):
+        in_kafka = [r.header(ID_HEADER) for r in sorted(read, key=lambda r: r.offset) if r.partition == partition]
+        written = [i.encode() for _, key, _, i in records if java_partition[key] == partition]
+        assert in_kafka == written
+
+
+def test_a_record_kafka_refuses_fails_the_flush_with_a_typed_error_and_the_writer_goes_on(
+        kafka_settings: Settings) -> None:
+    """A record over the topic's limit is refused by the broker: ``flush`` raises ``RecordWriteError`` naming the
+    topic (so the micro-batch fails and runs again); the next batch's records are delivered."""
+    small = _topic(kafka_settings, 1, {"max.message.bytes": "2048"})
+    writer = RecordWriter(writer_config(kafka_settings.kafka_client_config()))
+    writer.write([(small, "k", os.urandom(6400).hex(), "too-large")])  # 12,800 random hex characters
+    with pytest.raises(RecordWriteError) as raised:
+        writer.flush()
+    assert raised.value.topic == small and raised.value.failed == 1
+    assert "too large" in raised.value.reason.lower()
+
+    writer.write([(small, "k", "{}", "fits")])
+    writer.flush()
+    assert [r.header(ID_HEADER) for r in read_topic(kafka_settings, small)] == [b"fits"]
+
+
+def test_a_worker_keeps_one_writer_per_configuration(kafka_settings: Settings) -> None:
+    """Batches of a worker share the producer (its connections and threads); another cluster gets its own."""
+    from streaming import record_writer as module
+
+    config = writer_config(kafka_settings.kafka_client_config())
+    try:
+        assert record_writer(dict(config)) is record_writer(dict(config))
+        assert record_writer({**config, "client.id": "other"}) is not record_writer(config)
+    finally:
+        module._WRITERS.clear()  # no producer outlives the test's broker
