@@ -246,6 +246,7 @@ class BatchSummary:
     seals: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, rows: Iterable[OutRow]) -> None:
+        """Count ``rows`` in (written records)."""
         for row in rows:
             if row.topic.endswith(".seals"):
                 self.seals.append((row.topic, row.key))
