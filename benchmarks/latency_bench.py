@@ -3,7 +3,7 @@ embedded broker, as `pubsub demo --live` runs them, at a given block time and pu
 
 For each block time: reset a realm, start the job and the author with the set-up traffic, wait until Spark served
 it, send Publish traffic for --seconds, drain, then measure from Kafka timestamps only: block record (author) ->
-first view of that block on the seam (Stage R's sink) -> each update (Stage S's sink), and the job's per-batch
+first view of that block on the seam (written by Stage R) -> each update (written by Stage S), and the job's per-batch
 durations from its progress lines. Writes benchmarks/results/latency.json and docs/img/latency_<T>s.png.
 
     .venv/bin/python benchmarks/latency_bench.py                     # 6 s and 1 s blocks, 500 publishes/s
@@ -53,8 +53,8 @@ def batch_durations(log: Path) -> dict[str, dict[str, float]]:
 
 
 def stages(snapshot: LiveSnapshot, steady: int) -> dict[str, dict[str, float]]:
-    """Seconds from a block's record to its first view (trigger wait + Stage R + its sink), from that view to each
-    of the block's updates (seam + trigger wait + Stage S + its sink), and block to update in all."""
+    """Seconds from a block's record to its first view (trigger wait + Stage R + its write), from that view to each
+    of the block's updates (seam + trigger wait + Stage S + its write), and block to update in all."""
     to_view = [(snapshot.views[n] - t) / 1000 for n, t in snapshot.blocks.items() if n >= steady and n in snapshot.views]
     to_update = [(t - snapshot.views[n]) / 1000 for n, t in snapshot.updates if n >= steady and n in snapshot.views]
     total = [(t - snapshot.blocks[n]) / 1000 for n, t in snapshot.updates if n >= steady and n in snapshot.blocks]

@@ -1,6 +1,6 @@
 """Following a realm's updates as they arrive (``pubsub consume --follow``), each one once.
 
-The Spark sink is at-least-once: after a restart a micro-batch may be written again, byte-identical, so the
+The job's output is at-least-once: after a restart a micro-batch may be written again, byte-identical, so the
 same update (same ``id`` header) can sit on ``<realm>.updates`` twice. ``follow`` drops a record whose id it has
 seen among the last ``SEEN_WINDOW`` ids (``SeenWindow``, oldest forgotten first). A duplicate is written within
 the micro-batch that is replayed, so it comes far fewer than 100,000 updates after its first copy; the window

@@ -2,7 +2,7 @@
 
 A relay block's latency to a subscriber is the time from the block record's Kafka timestamp on
 ``<realm>.blocks`` (when the author wrote it) to the Kafka timestamp of each ``on_data_updated`` record on
-``<realm>.updates`` whose ``relay_block_number`` is that block (when the job's sink wrote it). Both are the
+``<realm>.updates`` whose ``relay_block_number`` is that block (when the job wrote it). Both are the
 timestamps Kafka stores with the records (producer create time by default), so measuring reads the topics only;
 the records themselves carry no time, and the job's outputs stay a function of its inputs.
 
@@ -44,7 +44,7 @@ def block_times(blocks: Iterable[tuple[int, int]]) -> dict[int, int]:
 def latencies(blocks: Iterable[tuple[int, int]], updates: Iterable[tuple[int, int]]) -> tuple[list[int], int]:
     """Milliseconds from each update's block to the update, in the order of ``updates``, and how many updates
     name a block not among ``blocks`` (not counted). ``blocks`` and ``updates`` are (block number, Kafka timestamp
-    in ms) pairs; give each update once (dedupe the at-least-once sink's copies by record id first)."""
+    in ms) pairs; give each update once (dedupe the at-least-once output's copies by record id first)."""
     written = block_times(blocks)
     out: list[int] = []
     unmatched = 0

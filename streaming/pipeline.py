@@ -4,9 +4,9 @@ Query R reads every realm's input topics (``subscribePattern``, so a realm whose
 up), groups by realm and runs ``RelayOperator``; it writes the relay's outputs and the seam records
 (``<realm>.relay-views``). Query S reads the seam topics, groups by (realm, subscriber) and runs
 ``SubscriberOperator``; it writes updates, subscriber events and PoV records. The operators write their records
-to Kafka themselves (``streaming.record_writer``); Spark gets per-batch counts, the queries' progress metrics. Each query has its own
-checkpoint (``relay/``, ``subscribers/``), so each half restarts on its own, and Stage S scales with the
-partitions of the seam topics.
+to Kafka themselves (``streaming.record_writer``); Spark gets per-batch counts, the queries' progress metrics.
+Each query has its own checkpoint (``relay/``, ``subscribers/``), so each half restarts on its own, and Stage S
+scales with the partitions of the seam topics.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 Kafka sink, and hands Spark only a count per topic (``streaming.operators.BatchSummary``).
 
 Why: through Spark's sink every record crossed from the Python worker to the JVM as Arrow, became a row and was
-sent by Spark's Java producer; on the issue-11 log that path cost more than a second of CPU per run (the JVM's
-sink and producer threads about 20% of its profile) on two cores that the protocol needs. With librdkafka in the
-worker, interleaved in one JVM (3 pairs each): a run's CPU 7.25 -> 6.46 s and the job 5.64 -> 5.06 s
+sent by Spark's Java producer (the JVM's sink and producer threads about 20% of its profile in session 11), on two
+cores that the protocol needs. With librdkafka in the worker, interleaved in one JVM (3 pairs each): a run's CPU 7.25 -> 6.46 s and the job 5.64 -> 5.06 s
 available-now; the live job 10.4 -> 8.0 CPU s and 5.21 -> 4.34 s end to end (docs/benchmarks.md, "Session 12").
 
 The guarantees are the sink's: records reach Kafka before the batch commits (``flush`` waits for every delivery
@@ -52,7 +51,7 @@ class RecordWriter:
     """One producer per worker process, kept across batches: ``write`` queues records, ``flush`` delivers them."""
 
     def __init__(self, config: Mapping[str, str]) -> None:
-        from confluent_kafka import KafkaException, Producer  # in the workers that write: the pre-init worker never does
+        from confluent_kafka import KafkaException, Producer  # here: the pre-init worker never writes
 
         # Delivery reports for failures only: a report per record was a Python callback per record (27,340 for
         # Stage R on the issue-11 log).

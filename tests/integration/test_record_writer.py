@@ -29,8 +29,8 @@ def _topic(settings: Settings, partitions: int, config: dict[str, str] | None = 
 @pytest.mark.spark
 def test_records_land_on_the_partition_spark_s_sink_chose_in_order_with_their_id(
         kafka_settings: Settings, spark: SparkSession) -> None:
-    """The partition of each keyed record is the Java client's (Spark's Kafka sink, asked in Spark's JVM), each
-    partition keeps the write order, and key, value and ``id`` header arrive as written (an empty key too)."""
+    """Each keyed record lands on the Java client's partition (Spark's Kafka sink's choice, asked in Spark's JVM),
+    each partition keeps the write order, and key, value and ``id`` header arrive as written (an empty key too)."""
     name = _topic(kafka_settings, 4)
     records = [(name, "" if i % 17 == 0 else f"subscriber-{i % 23}", f'{{"n":{i}}}', f"id/{i}") for i in range(300)]
     writer = RecordWriter(writer_config(kafka_settings.kafka_client_config()))
