@@ -117,6 +117,7 @@ def _start(summary: DataFrame, checkpoint: Path, name: str, settings: Settings, 
 
 
 def _writer_config(settings: Settings) -> dict[str, str]:
+    """The operators' Kafka writer configuration: the settings' connection and the writer's limits."""
     from streaming.record_writer import writer_config
 
     return writer_config(settings.kafka_client_config())
