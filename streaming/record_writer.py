@@ -35,6 +35,10 @@ WRITER_LIMITS: dict[str, str] = {
     "batch.size": str(1024 * 1024),
     # a view or an output may pass Kafka's 1 MB default: up to the topics' 16 MiB (a request holds several)
     "message.max.bytes": str(32 * 1024 * 1024),
+    # What a worker holds unsent before ``write`` waits for deliveries (librdkafka's default: 1 GiB): a large batch's
+    # records stay within a bounded buffer, as in Spark's sink (the Java producer's 32 MiB); two of the largest
+    # records fit.
+    "queue.buffering.max.kbytes": str(64 * 1024),
     "log_level": "3",
 }
 
@@ -54,15 +58,17 @@ class RecordWriter:
     def __init__(self, config: Mapping[str, str]) -> None:
         from confluent_kafka import KafkaException, Producer  # here: the pre-init worker never writes
 
+        failures: list[tuple[str, str]] = []
+
+        def delivered(err: Any, msg: Any) -> None:  # a closure, not a method: the producer holds no cycle to us
+            if err is not None:
+                failures.append((msg.topic() or "?", err.str()))
+
         # Delivery reports for failures only: a report per record was a Python callback per record (27,340 for
         # Stage R on the issue-11 log).
-        self._producer = Producer({**config, "on_delivery": self._delivered, "delivery.report.only.error": True})
+        self._producer = Producer({**config, "on_delivery": delivered, "delivery.report.only.error": True})
         self._refused = KafkaException
-        self._failures: list[tuple[str, str]] = []
-
-    def _delivered(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self._failures.append((msg.topic() or "?", err.str()))
+        self._failures = failures
 
     def write(self, records: Iterable[tuple[str, str, str, str]]) -> None:
         """Queue (topic, key, value, id) records; a full queue is drained by serving deliveries."""
@@ -83,9 +89,9 @@ class RecordWriter:
         while self._producer.flush(FLUSH_STEP_SECONDS) > 0:
             pass
         if self._failures:
-            failures, self._failures = self._failures, []
-            topic, reason = failures[0]
-            raise RecordWriteError(topic, reason, len(failures))
+            (topic, reason), failed = self._failures[0], len(self._failures)
+            self._failures.clear()
+            raise RecordWriteError(topic, reason, failed)
 
 
 _WRITERS: dict[frozenset[tuple[str, str]], RecordWriter] = {}

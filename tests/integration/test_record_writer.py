@@ -69,6 +69,20 @@ def test_a_record_kafka_refuses_fails_the_flush_with_a_typed_error_and_the_write
     assert [r.header(ID_HEADER) for r in read_topic(kafka_settings, small)] == [b"fits"]
 
 
+def test_a_batch_larger_than_the_writer_s_buffer_waits_for_deliveries_and_loses_nothing(
+        kafka_settings: Settings) -> None:
+    """``write`` holds at most the buffer's worth of unsent records (``queue.buffering.max.kbytes``): past it, it
+    serves deliveries until there is room, so a batch of any size goes out whole and in order."""
+    name = _topic(kafka_settings, 1)
+    config = {**writer_config(kafka_settings.kafka_client_config()), "queue.buffering.max.kbytes": "256"}
+    records = [(name, "k", os.urandom(3000).hex(), f"id/{i}") for i in range(400)]  # 2.4 MB: ten buffers' worth
+    writer = RecordWriter(config)
+    writer.write(records)
+    writer.flush()
+    read = sorted(read_topic(kafka_settings, name), key=lambda r: r.offset)
+    assert [(r.header(ID_HEADER), r.value) for r in read] == [(i.encode(), v.encode()) for _, _, v, i in records]
+
+
 def test_a_worker_keeps_one_writer_per_configuration(kafka_settings: Settings) -> None:
     """Batches of a worker share the producer (its connections and threads); another cluster gets its own."""
     from streaming import record_writer as module

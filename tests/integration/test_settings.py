@@ -114,7 +114,9 @@ def test_the_kafka_source_bounds_the_brokers_fetch_hold() -> None:
 def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> None:
     """A view filled Kafka's default 16 KiB batch alone, one LZ4 frame, request and broker validation each; the
     stages' writers batch up to 1 MiB per partition (streaming/record_writer.py says what it measured), within a
-    request, on the Java client's partitioner, and keep each partition's order through retries."""
+    request, on the Java client's partitioner, keep each partition's order through retries, and hold a bounded
+    buffer of unsent records."""
+    from streaming.operators import MAX_RECORD_BYTES
     from streaming.record_writer import writer_config
 
     config = writer_config({"bootstrap.servers": "127.0.0.1:9"})
@@ -123,6 +125,8 @@ def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> No
     assert int(config["linger.ms"]) <= 5  # batching never waits longer than Spark's sink did
     assert config["partitioner"] == "murmur2_random"
     assert config["enable.idempotence"] == "true" and config["acks"] == "all"
+    assert int(config["queue.buffering.max.kbytes"]) * 1024 <= 64 * 1024 * 1024  # a worker's unsent records bounded
+    assert int(config["queue.buffering.max.kbytes"]) * 1024 >= 2 * MAX_RECORD_BYTES  # two of the largest records
     assert config["bootstrap.servers"] == "127.0.0.1:9"
 
 
