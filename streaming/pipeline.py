@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pubsub_core.stages import SimulatorConfig
 from pubsub_core.stages.config import Seam
 from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
+from streaming.record_writer import writer_config
 from streaming.settings import Settings
 
 if TYPE_CHECKING:
@@ -116,13 +117,6 @@ def _start(summary: DataFrame, checkpoint: Path, name: str, settings: Settings, 
     return writer.start()
 
 
-def _writer_config(settings: Settings) -> dict[str, str]:
-    """The operators' Kafka writer configuration: the settings' connection and the writer's limits."""
-    from streaming.record_writer import writer_config
-
-    return writer_config(settings.kafka_client_config())
-
-
 def build_relay_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
                       available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
     """Query R: every input topic of the served realms -> Stage R -> outputs and seam records."""
@@ -135,7 +129,7 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
     rows = _source(spark, settings, pattern).select(
         F.regexp_extract("topic", r"^(.*)\.[^.]+$", 1).alias("realm"), "topic", "partition", "offset", "key", "value")
     out = rows.groupBy("realm").transformWithStateInPandas(
-        statefulProcessor=RelayOperator(config, key, _writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
+        statefulProcessor=RelayOperator(config, key, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
     return _start(_observed(out, "relay"), settings.checkpoint_dir / "relay", names.relay, settings, available_now)
 
@@ -153,7 +147,7 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
         F.regexp_extract("topic", r"^(.*)\.relay-views$", 1).alias("realm"),
         F.col("key").cast("string").alias("subscriber"), "topic", "partition", "offset", "key", "value")
     out = rows.groupBy("realm", "subscriber").transformWithStateInPandas(
-        statefulProcessor=SubscriberOperator(config, key, _writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
+        statefulProcessor=SubscriberOperator(config, key, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
     return _start(_observed(out, "subscribers"), settings.checkpoint_dir / "subscribers", names.subscribers, settings,
                   available_now)

@@ -18,46 +18,47 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from confluent_kafka import KafkaException, Producer
+
+from producers.kafka_io import ID_HEADER
+from producers.topics import Settings, producer_config
 from streaming.errors import RecordWriteError
 
 __all__ = ["WRITER_LIMITS", "RecordWriter", "record_writer", "writer_config"]
 
+WRITER_MESSAGE_BYTES = 32 * 1024 * 1024
+"""A view or an output may pass Kafka's 1 MB default: up to the topics' 16 MiB, several to a request."""
+
 WRITER_LIMITS: dict[str, str] = {
-    "enable.idempotence": "true",  # order per partition kept through retries
-    "acks": "all",
     # the Java client's partitioner (Spark's sink): a key lands where it did, and where the seam's readers expect it
     "partitioner": "murmur2_random",
     "compression.type": "lz4",
-    "linger.ms": "5",
     # Record batches up to 1 MiB per partition: a view (about 17 KB on the issue-11 log) fills Kafka's default
     # 16 KiB batch alone, each batch its own compression frame and request (session 11, on Spark's sink: a run's
     # CPU 9.5 -> 7.5 s).
     "batch.size": str(1024 * 1024),
-    # a view or an output may pass Kafka's 1 MB default: up to the topics' 16 MiB (a request holds several)
-    "message.max.bytes": str(32 * 1024 * 1024),
     # What a worker holds unsent before ``write`` waits for deliveries (librdkafka's default: 1 GiB): a large batch's
     # records stay within a bounded buffer, as in Spark's sink (the Java producer's 32 MiB); two of the largest
     # records fit.
     "queue.buffering.max.kbytes": str(64 * 1024),
-    "log_level": "3",
 }
+"""What the writer sets beyond the project's producer (``producers.topics.producer_config``: idempotent, so each
+partition keeps its order through retries, ``acks=all``, linger 5 ms)."""
 
 FLUSH_STEP_SECONDS = 1.0
 """``flush`` waits this long per step until nothing is in flight; librdkafka fails a record that it could not
 deliver within ``message.timeout.ms`` (5 minutes by default), so the wait ends."""
 
 
-def writer_config(client: Mapping[str, str]) -> dict[str, str]:
-    """The writer's librdkafka configuration: the connection (``Settings.kafka_client_config``) and the limits."""
-    return {**client, **WRITER_LIMITS}
+def writer_config(settings: Settings) -> dict[str, str]:
+    """The writer's librdkafka configuration: the project's producer over the settings' connection, and the limits."""
+    return {**producer_config(settings, WRITER_MESSAGE_BYTES), **WRITER_LIMITS}
 
 
 class RecordWriter:
     """One producer per worker process, kept across batches: ``write`` queues records, ``flush`` delivers them."""
 
     def __init__(self, config: Mapping[str, str]) -> None:
-        from confluent_kafka import KafkaException, Producer  # here: the pre-init worker never writes
-
         failures: list[tuple[str, str]] = []
 
         def delivered(err: Any, msg: Any) -> None:  # a closure, not a method: the producer holds no cycle to us
@@ -67,7 +68,6 @@ class RecordWriter:
         # Delivery reports for failures only: a report per record was a Python callback per record (27,340 for
         # Stage R on the issue-11 log).
         self._producer = Producer({**config, "on_delivery": delivered, "delivery.report.only.error": True})
-        self._refused = KafkaException
         self._failures = failures
 
     def write(self, records: Iterable[tuple[str, str, str, str]]) -> None:
@@ -76,11 +76,11 @@ class RecordWriter:
         for topic, key, value, record_id in records:
             while True:
                 try:
-                    produce(topic, value.encode(), key.encode(), headers=[("id", record_id.encode())])
+                    produce(topic, value.encode(), key.encode(), headers=[(ID_HEADER, record_id.encode())])
                     break
                 except BufferError:
                     poll(0.05)
-                except self._refused as exc:  # refused before queueing (the client's own checks)
+                except KafkaException as exc:  # refused before queueing (the client's own checks)
                     raise RecordWriteError(topic, str(exc), 1) from exc
         poll(0)
 

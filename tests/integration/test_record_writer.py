@@ -33,7 +33,7 @@ def test_records_land_on_the_partition_spark_s_sink_chose_in_order_with_their_id
     each partition keeps the write order, and key, value and ``id`` header arrive as written (an empty key too)."""
     name = _topic(kafka_settings, 4)
     records = [(name, "" if i % 17 == 0 else f"subscriber-{i % 23}", f'{{"n":{i}}}', f"id/{i}") for i in range(300)]
-    writer = RecordWriter(writer_config(kafka_settings.kafka_client_config()))
+    writer = RecordWriter(writer_config(kafka_settings))
     writer.write(records[:120])
     writer.write(records[120:])
     writer.flush()
@@ -57,7 +57,7 @@ def test_a_record_kafka_refuses_fails_the_flush_with_a_typed_error_and_the_write
     """A record over the topic's limit is refused by the broker: ``flush`` raises ``RecordWriteError`` naming the
     topic (so the micro-batch fails and runs again); the next batch's records are delivered."""
     small = _topic(kafka_settings, 1, {"max.message.bytes": "2048"})
-    writer = RecordWriter(writer_config(kafka_settings.kafka_client_config()))
+    writer = RecordWriter(writer_config(kafka_settings))
     writer.write([(small, "k", os.urandom(6400).hex(), "too-large")])  # 12,800 random hex characters
     with pytest.raises(RecordWriteError) as raised:
         writer.flush()
@@ -74,7 +74,7 @@ def test_a_batch_larger_than_the_writer_s_buffer_waits_for_deliveries_and_loses_
     """``write`` holds at most the buffer's worth of unsent records (``queue.buffering.max.kbytes``): past it, it
     serves deliveries until there is room, so a batch of any size goes out whole and in order."""
     name = _topic(kafka_settings, 1)
-    config = {**writer_config(kafka_settings.kafka_client_config()), "queue.buffering.max.kbytes": "256"}
+    config = {**writer_config(kafka_settings), "queue.buffering.max.kbytes": "256"}
     records = [(name, "k", os.urandom(3000).hex(), f"id/{i}") for i in range(400)]  # 2.4 MB: ten buffers' worth
     writer = RecordWriter(config)
     writer.write(records)
@@ -87,7 +87,7 @@ def test_a_worker_keeps_one_writer_per_configuration(kafka_settings: Settings) -
     """Batches of a worker share the producer (its connections and threads); another cluster gets its own."""
     from streaming import record_writer as module
 
-    config = writer_config(kafka_settings.kafka_client_config())
+    config = writer_config(kafka_settings)
     try:
         assert record_writer(dict(config)) is record_writer(dict(config))
         assert record_writer({**config, "client.id": "other"}) is not record_writer(config)

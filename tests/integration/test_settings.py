@@ -119,7 +119,7 @@ def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> No
     from streaming.operators import MAX_RECORD_BYTES
     from streaming.record_writer import writer_config
 
-    config = writer_config({"bootstrap.servers": "127.0.0.1:9"})
+    config = writer_config(load_settings(overrides={"kafka_bootstrap": "127.0.0.1:9"}, environ={}))
     assert int(config["batch.size"]) >= 1024 * 1024
     assert int(config["batch.size"]) <= int(config["message.max.bytes"])
     assert int(config["linger.ms"]) <= 5  # batching never waits longer than Spark's sink did
