@@ -9,6 +9,8 @@ from pubsub_core.errors import PubSubError
 __all__ = [
     "BrokerError",
     "BrokerStartError",
+    "CheckpointDiskFull",
+    "CheckpointUnreadable",
     "ClusterError",
     "JarsMissingError",
     "RecordWriteError",
@@ -85,6 +87,15 @@ class CheckpointDiskFull(StreamingError):
             "resumes from the last committed batch.")
         self.checkpoint = checkpoint
         self.free_bytes = free_bytes
+
+
+class CheckpointUnreadable(StreamingError):
+    """A checkpoint file the job reads before Spark does could not be parsed; names the file and why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot read the checkpoint file {path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class RecordWriteError(StreamingError):

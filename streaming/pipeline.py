@@ -2,9 +2,10 @@
 
 Query R reads every realm's input topics (``subscribePattern``, so a realm whose topics appear later is picked
 up), groups by realm and runs ``RelayOperator``; it writes the relay's outputs and the seam records
-(``<realm>.relay-views``). Query S reads the seam topics, groups by (realm, subscriber) and runs
-``SubscriberOperator``; it writes updates, subscriber events and PoV records. The operators write their records
-to Kafka themselves (``streaming.record_writer``); Spark gets per-batch counts, the queries' progress metrics.
+(``<realm>.relay-views``). Query S reads the seam topics, groups by (realm, subscriber, lane) and runs
+``SubscriberOperator`` (the lane spreads a realm's subscribers evenly over the partitions: ``streaming.lanes``);
+it writes updates, subscriber events and PoV records. The operators write their records to Kafka themselves
+(``streaming.record_writer``); Spark gets per-batch counts, the queries' progress metrics.
 Each query has its own checkpoint (``relay/``, ``subscribers/``), so each half restarts on its own, and Stage S
 scales with the partitions of the seam topics.
 """
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 from pubsub_core.stages import SimulatorConfig
 from pubsub_core.stages.config import Seam
 from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
+from streaming.lanes import lane_column, stateful_partitions
 from streaming.record_writer import writer_config
 from streaming.settings import Settings
 
@@ -136,21 +138,22 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
 
 def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
                            available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
-    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber) -> outputs."""
+    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber, lane) -> outputs."""
     from pyspark.sql import functions as F
 
     from streaming.processors import OUTPUT_SCHEMA, SubscriberOperator
 
     realms = settings.realm_list()
     pattern = VIEWS_TOPIC_PATTERN if realms is None else realm_pattern(realms, (VIEWS,))
+    checkpoint = settings.checkpoint_dir / "subscribers"
     rows = _source(spark, settings, pattern).select(
         F.regexp_extract("topic", r"^(.*)\.relay-views$", 1).alias("realm"),
         F.col("key").cast("string").alias("subscriber"), "topic", "partition", "offset", "key", "value")
-    out = rows.groupBy("realm", "subscriber").transformWithStateInPandas(
+    rows = rows.withColumn("lane", lane_column(stateful_partitions(spark, checkpoint)))
+    out = rows.groupBy("realm", "subscriber", "lane").transformWithStateInPandas(
         statefulProcessor=SubscriberOperator(config, key, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
-    return _start(_observed(out, "subscribers"), settings.checkpoint_dir / "subscribers", names.subscribers, settings,
-                  available_now)
+    return _start(_observed(out, "subscribers"), checkpoint, names.subscribers, settings, available_now)
 
 
 def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:

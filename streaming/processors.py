@@ -76,7 +76,8 @@ class RelayOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
 
 
 class SubscriberOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
-    """Stage S in transformWithStateInPandas, keyed by (realm, subscriber)."""
+    """Stage S in transformWithStateInPandas, keyed by (realm, subscriber, lane): the lane only places the key
+    (``streaming.lanes``)."""
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         from streaming.operators import subscriber_frames
