@@ -44,6 +44,7 @@ __all__ = [
     "TopicError",
     "TopicKind",
     "TopicSpec",
+    "admin_client",
     "consumer_config",
     "create_topics",
     "ensure_realm_topics",
@@ -141,12 +142,13 @@ def realm_topic_specs(
     return specs
 
 
-def ensure_topics(settings: Settings, specs: Iterable[TopicSpec]) -> dict[str, int]:
+def ensure_topics(settings: Settings, specs: Iterable[TopicSpec], admin: AdminClient | None = None) -> dict[str, int]:
     """Create the topics that do not exist yet (idempotent: existing topics are left as they are), wait until
     every one has leaders, and return each topic's ``max.message.bytes`` as the broker reports it (an existing
-    topic may have been created with another limit)."""
+    topic may have been created with another limit). ``admin``: a client to reuse (``admin_client``), else a new
+    one."""
     wanted = {spec.name: spec for spec in specs}
-    admin = _admin(settings)
+    admin = admin if admin is not None else admin_client(settings)
     try:
         existing = set(admin.list_topics(timeout=_ADMIN_TIMEOUT).topics)
         missing = [spec for name, spec in wanted.items() if name not in existing]
@@ -177,12 +179,13 @@ def ensure_realm_topics(
     seam: bool = True,
     partitions: int = 1,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    admin: AdminClient | None = None,
 ) -> dict[str, int]:
     """``ensure_topics`` of ``realm_topic_specs``: a realm's input, output and seam topics, ready to use."""
     specs = realm_topic_specs(
         realm, inputs=inputs, outputs=outputs, seam=seam, partitions=partitions, max_message_bytes=max_message_bytes
     )
-    return ensure_topics(settings, specs)
+    return ensure_topics(settings, specs, admin)
 
 
 def create_topics(settings: Settings, topics: Iterable[str], partitions: int, config: Mapping[str, str] | None = None) -> None:
@@ -192,7 +195,7 @@ def create_topics(settings: Settings, topics: Iterable[str], partitions: int, co
 
 def topic_limits(settings: Settings, topics: Iterable[str]) -> dict[str, int]:
     """Each existing topic's ``max.message.bytes`` as the broker reports it."""
-    admin = _admin(settings)
+    admin = admin_client(settings)
     try:
         return _limits(admin, list(dict.fromkeys(topics)))
     except KafkaException as exc:
@@ -234,7 +237,9 @@ def consumer_config(settings: Settings, group_id: str, max_message_bytes: int = 
     }
 
 
-def _admin(settings: Settings) -> AdminClient:
+def admin_client(settings: Settings) -> AdminClient:
+    """An admin client of the settings' cluster; each new one connects afresh (about 50 ms on loopback), so a
+    caller that makes several calls keeps one."""
     return AdminClient({**settings.kafka_client_config(), "log_level": "3"})
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from producers.topics import TopicError, ensure_realm_topics
+from producers.topics import TopicError, admin_client, ensure_realm_topics
 from pubsub_core.native import build_name
 from streaming.errors import CheckpointDiskFull
 from streaming.kafka_broker import ensure_kafka
@@ -108,14 +108,13 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
                        phases)
 
 
-def ensure_outputs(settings: Settings, realms: Sequence[str]) -> None:
+def ensure_outputs(settings: Settings, realms: Sequence[str], admin: AdminClient | None = None) -> None:
     """Create each served realm's output and seam topics (``views_partitions`` partitions, topic limits set)."""
     for realm in realms:
-        ensure_realm_topics(settings, realm, inputs=False, partitions=settings.views_partitions)
+        ensure_realm_topics(settings, realm, inputs=False, partitions=settings.views_partitions, admin=admin)
 
 
-def _realms_now(settings: Settings) -> list[str]:
-    admin = AdminClient(settings.kafka_client_config())
+def _realms_now(settings: Settings, admin: AdminClient) -> list[str]:
     return served_realms(admin.list_topics(timeout=10).topics, settings)
 
 
@@ -157,8 +156,9 @@ def run_job(
     from streaming.spark_session import build_spark
 
     settings, _broker = ensure_kafka(settings)
-    realms = _realms_now(settings)
-    ensure_outputs(settings, realms)
+    admin = admin_client(settings)  # one connection for the job's topic scans
+    realms = _realms_now(settings, admin)
+    ensure_outputs(settings, realms, admin)
     config = load_protocol_config(settings.protocol_config, settings.seam)
     key = seam_key(settings)
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
@@ -189,8 +189,8 @@ def run_job(
                 stalls.check(name, query, follower.seen.get(name))
             if not available_now and time.monotonic() - last_scan > 2:
                 try:
-                    ensure_outputs(settings, [r for r in _realms_now(settings) if r not in realms])
-                    realms[:] = _realms_now(settings)
+                    ensure_outputs(settings, [r for r in _realms_now(settings, admin) if r not in realms], admin)
+                    realms[:] = _realms_now(settings, admin)
                 except (KafkaException, TopicError):
                     pass  # the broker is unreachable for a moment (a restart): the queries wait for it; scan later
                 last_scan = time.monotonic()
