@@ -30,16 +30,16 @@ from streaming.settings import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming import DataStreamWriter
 
 __all__ = [
     "KAFKA_SOURCE_OPTIONS",
     "QueryNames",
-    "build_relay_query",
-    "build_subscriber_query",
     "load_protocol_config",
+    "relay_query",
     "seam_key",
     "served_realms",
+    "subscriber_query",
 ]
 
 FETCH_BYTES = 64 * 1024 * 1024
@@ -107,23 +107,24 @@ def _observed(summary: DataFrame, name: str) -> DataFrame:
     return summary.observe(name, *counts, heights)
 
 
-def _start(summary: DataFrame, checkpoint: Path, name: str, settings: Settings, available_now: bool) -> StreamingQuery:
-    """The query started: the records are already in Kafka (the operators write them), so the summaries go to the
-    no-op sink once ``_observed`` has counted them."""
+def _writer(summary: DataFrame, checkpoint: Path, name: str, settings: Settings,
+            available_now: bool) -> DataStreamWriter:
+    """The query, ready to start: the records are already in Kafka (the operators write them), so the summaries go
+    to the no-op sink once ``_observed`` has counted them."""
     writer = (
         summary.writeStream.format("noop")
         .option("checkpointLocation", str(checkpoint))
         .outputMode("update")
         .queryName(name)
     )
-    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
+    return writer.trigger(availableNow=True) if available_now else writer.trigger(
         processingTime=f"{settings.trigger_seconds} seconds")
-    return writer.start()
 
 
-def build_relay_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
-                      available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
-    """Query R: every input topic of the served realms -> Stage R -> outputs and seam records."""
+def relay_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes, available_now: bool,
+                names: QueryNames = QueryNames()) -> DataStreamWriter:
+    """Query R, planned and not started: every input topic of the served realms -> Stage R -> outputs and seam
+    records."""
     from streaming.processors import OUTPUT_SCHEMA, RelayOperator
 
     realms = settings.realm_list()
@@ -133,12 +134,13 @@ def build_relay_query(spark: SparkSession, settings: Settings, config: Simulator
     out = rows.groupBy("realm").transformWithStateInPandas(
         statefulProcessor=RelayOperator(config, key, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
-    return _start(_observed(out, "relay"), settings.checkpoint_dir / "relay", names.relay, settings, available_now)
+    return _writer(_observed(out, "relay"), settings.checkpoint_dir / "relay", names.relay, settings, available_now)
 
 
-def build_subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
-                           available_now: bool, names: QueryNames = QueryNames()) -> StreamingQuery:
-    """Query S: every seam topic of the served realms -> Stage S per (realm, subscriber, lane) -> outputs."""
+def subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
+                     available_now: bool, names: QueryNames = QueryNames()) -> DataStreamWriter:
+    """Query S, planned and not started: every seam topic of the served realms -> Stage S per (realm, subscriber,
+    lane) -> outputs."""
     from streaming.processors import OUTPUT_SCHEMA, SubscriberOperator
 
     realms = settings.realm_list()
@@ -151,7 +153,7 @@ def build_subscriber_query(spark: SparkSession, settings: Settings, config: Simu
     out = rows.groupBy("realm", "subscriber", "lane").transformWithStateInPandas(
         statefulProcessor=SubscriberOperator(config, key, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
-    return _start(_observed(out, "subscribers"), checkpoint, names.subscribers, settings, available_now)
+    return _writer(_observed(out, "subscribers"), checkpoint, names.subscribers, settings, available_now)
 
 
 def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:
