@@ -130,6 +130,26 @@ def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> No
     assert config["bootstrap.servers"] == "127.0.0.1:9"
 
 
+def test_every_client_reconnects_with_a_short_first_backoff() -> None:
+    """librdkafka throttles a new client's first connections by half its reconnect backoff (streaming/settings.py);
+    every client of the project (admin, producers, consumers, the stages' writers) takes the settings' 10 ms, and
+    librdkafka accepts it for each kind."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+
+    from producers.topics import consumer_config, producer_config
+    from streaming.record_writer import writer_config
+
+    settings = load_settings(overrides={"kafka_bootstrap": "127.0.0.1:9"}, environ={})
+    configs = {"admin": settings.kafka_client_config(), "producer": producer_config(settings),
+               "consumer": consumer_config(settings, "group"), "writer": writer_config(settings)}
+    assert {name: config["reconnect.backoff.ms"] for name, config in configs.items()} == dict.fromkeys(configs, "10")
+    AdminClient(configs["admin"])
+    Producer(configs["producer"]).flush(0)
+    Producer(configs["writer"]).flush(0)
+    Consumer(configs["consumer"]).close()
+
+
 @pytest.mark.spark
 def test_checkpoint_files_go_through_the_file_system_api(spark: SparkSession, tmp_path: Path) -> None:
     """The manager Spark resolves for a checkpoint folder (offset and commit logs, state changelogs) is the
