@@ -14,11 +14,13 @@ JAR_STAMP := jvm/lib/.fetched
 NATIVE_STAMP := build/.native
 PROTOCOL_SOURCES := setup.py $(shell find pubsub_core state -name '*.py' 2>/dev/null)
 POMS := jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-kafka/pom.xml
+LOCAL_FS_SOURCES := $(shell find jvm/local-fs/src -name '*.java' 2>/dev/null)
+LOCAL_FS_JAR := jvm/lib/local-fs/pubsub-local-fs.jar
 PYTEST_ARGS ?=
 
 .PHONY: setup native demo test typecheck broker-stop clean-runtime check-tools
 
-setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP)
+setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR)
 native: $(NATIVE_STAMP)
 
 # Java 17+ and Maven come from the distribution; installed here only when missing and we may (root + apt-get).
@@ -50,6 +52,15 @@ $(JAR_STAMP): $(POMS)
 	rm -rf jvm/lib/kafka jvm/lib/spark-kafka
 	mvn -B -q -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies
 	touch $@
+
+# Hadoop's local file system without a chmod process per file (jvm/local-fs says why), compiled against the
+# Hadoop API jar of the pinned pyspark.
+$(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(PY_STAMP)
+	rm -rf build/local-fs && mkdir -p build/local-fs $(dir $@)
+	javac --release 17 -Xlint:all -Werror -d build/local-fs \
+	  -cp "$$($(PY) -c 'import pathlib, pyspark; print(*(pathlib.Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))')" \
+	  $(LOCAL_FS_SOURCES)
+	jar --create --file $@ -C build/local-fs .
 
 demo: setup
 	$(VENV)/bin/pubsub demo

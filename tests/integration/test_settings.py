@@ -161,6 +161,33 @@ def test_checkpoint_files_go_through_the_file_system_api(spark: SparkSession, tm
     assert manager.getClass().getName() == CHECKPOINT_FILE_MANAGER
 
 
+@pytest.mark.spark
+def test_local_files_get_their_permissions_through_the_projects_file_system(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark's file: paths go through the project's local file system (jvm/local-fs), which sets the mode Hadoop
+    asks for with a system call; a mode java.nio cannot set (the sticky bit) still goes through Hadoop's chmod."""
+    import stat
+
+    from streaming.spark_session import LOCAL_FILE_SYSTEM
+
+    jvm = spark.sparkContext._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(tmp_path.as_uri()),
+                                                 spark._jsparkSession.sessionState().newHadoopConf())
+    assert fs.getClass().getName() == LOCAL_FILE_SYSTEM
+    hadoop = jvm.org.apache.hadoop.fs
+
+    def path(name: str) -> object:
+        return hadoop.Path((tmp_path / name).as_uri())
+
+    for mode in (0o600, 0o640, 0o755, 0o777, 0o000):
+        fs.create(path(f"file-{mode:o}"), True).close()
+        fs.setPermission(path(f"file-{mode:o}"), hadoop.permission.FsPermission(mode))
+        assert stat.S_IMODE((tmp_path / f"file-{mode:o}").stat().st_mode) == mode
+    assert fs.mkdirs(path("a/b/c"), hadoop.permission.FsPermission(0o750))
+    assert stat.S_IMODE((tmp_path / "a" / "b" / "c").stat().st_mode) == 0o750
+    fs.setPermission(path("a"), hadoop.permission.FsPermission(0o1777))
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o1777
+
+
 def test_spark_home_links_the_package_without_its_python_zips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SPARK_HOME/python/lib/pyspark.zip goes first on every Python worker's path; the home the project sets has
     the package's launcher, jars and daemon scripts and no python/, and a link left by another venv is replaced."""
