@@ -189,8 +189,9 @@ def run_job(
                 stalls.check(name, query, follower.seen.get(name))
             if not available_now and time.monotonic() - last_scan > 2:
                 try:
-                    ensure_outputs(settings, [r for r in _realms_now(settings, admin) if r not in realms], admin)
-                    realms[:] = _realms_now(settings, admin)
+                    now = _realms_now(settings, admin)
+                    ensure_outputs(settings, [r for r in now if r not in realms], admin)
+                    realms[:] = now
                 except (KafkaException, TopicError):
                     pass  # the broker is unreachable for a moment (a restart): the queries wait for it; scan later
                 last_scan = time.monotonic()

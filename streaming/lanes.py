@@ -47,11 +47,10 @@ def recorded_partitions(checkpoint: Path) -> int | None:
     """The shuffle partitions a query's checkpoint recorded in its newest offset log entry; None before its first
     batch (no checkpoint, or no entry yet)."""
     offsets = checkpoint / "offsets"
-    batches = sorted((int(p.name) for p in offsets.iterdir() if p.name.isdigit()), reverse=True) \
-        if offsets.is_dir() else []
+    batches = [int(p.name) for p in offsets.iterdir() if p.name.isdigit()] if offsets.is_dir() else []
     if not batches:
         return None
-    path = offsets / str(batches[0])
+    path = offsets / str(max(batches))
     try:
         metadata = json.loads(path.read_text().splitlines()[1])
         return int(metadata["conf"][SHUFFLE_PARTITIONS])

@@ -21,8 +21,9 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from producers.kafka_io import ID_HEADER
-from producers.topics import Settings, producer_config
+from producers.topics import producer_config
 from streaming.errors import RecordWriteError
+from streaming.settings import Settings
 
 __all__ = ["WRITER_LIMITS", "RecordWriter", "record_writer", "writer_config"]
 

@@ -119,13 +119,14 @@ def prepare_environment() -> None:
 def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str, str]:
     """Every conf the project sets, as a dict (for the session builder and for spark-submit --conf)."""
     java_options = " ".join((f"-Dlog4j2.configurationFile={LOG4J2_CONF}", *JIT_JAVA_OPTIONS[settings.spark_jit]))
+    local_fs = local_file_system_jar()
     conf = {
         "spark.app.name": app_name,
         "spark.master": settings.spark_master,
-        "spark.jars": ",".join([*connector_jars(), local_file_system_jar()]),
+        "spark.jars": ",".join([*connector_jars(), local_fs]),
         # on the JVMs' own class path too: spark-submit opens file: paths before it loads spark.jars
-        "spark.driver.extraClassPath": local_file_system_jar(),
-        "spark.executor.extraClassPath": local_file_system_jar(),
+        "spark.driver.extraClassPath": local_fs,
+        "spark.executor.extraClassPath": local_fs,
         "spark.hadoop.fs.file.impl": LOCAL_FILE_SYSTEM,
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
