@@ -2,8 +2,9 @@
 
 Run it with `pubsub job`, `python -m streaming.job`, or spark-submit (this file is the application). With
 --available-now it drains every input topic (Stage R, then Stage S over the views it wrote) and stops;
-otherwise both queries run one micro-batch per trigger interval until SIGTERM/SIGINT. The checkpoints make a
-restart, even after SIGKILL, continue where the last committed batches ended.
+otherwise both queries run one micro-batch per trigger interval until SIGTERM/SIGINT, which stop them after the batch
+in flight (at most ``STOP_GRACE_SECONDS``). The checkpoints make a restart, even after SIGKILL, continue where the
+last committed batches ended.
 """
 
 from __future__ import annotations
@@ -40,8 +41,12 @@ from streaming.settings import JIT_MODES, SEAM_MODES, Settings, load_settings
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["BatchReport", "JobSummary", "add_job_arguments", "disk_full", "ensure_outputs", "main", "run_job",
-           "settings_from_args"]
+__all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "add_job_arguments", "disk_full", "ensure_outputs",
+           "finish_batches", "main", "run_job", "settings_from_args"]
+
+STOP_GRACE_SECONDS = 10.0
+"""How long a stop waits for each query's batch in flight to commit before it interrupts the batch (which a restart
+then runs again)."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,7 @@ def run_job(
                 except (KafkaException, TopicError):
                     pass  # the broker is unreachable for a moment (a restart): the queries wait for it; scan later
                 last_scan = time.monotonic()
+        finish_batches([query for _, query in queries])  # a stop or run_seconds ends after the batch in flight
         for name, query in queries:
             follower.poll(query, name, available_now)
 
@@ -230,6 +236,21 @@ def run_job(
             signal.signal(sig, handler)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def finish_batches(queries: Sequence[StreamingQuery], grace: float = STOP_GRACE_SECONDS) -> None:
+    """Wait, at most ``grace`` seconds, until no query is in the batch it was running when called: so that a stop
+    ends after the batch whose outputs may already be in Kafka, and the summary counts it. A trigger that finds no
+    data ends without a new progress entry, so either the trigger going idle or a newer batch ends the wait."""
+    deadline = time.monotonic() + grace
+    running = {id(q): (q, q.lastProgress["batchId"] if q.lastProgress else -1) for q in queries if q.isActive}
+    while running and time.monotonic() < deadline:
+        for key, (query, batch) in list(running.items()):
+            newest = query.lastProgress["batchId"] if query.lastProgress else -1
+            if not query.isActive or not query.status.get("isTriggerActive") or newest > batch:
+                del running[key]
+        if running:
+            time.sleep(0.02)
 
 
 def disk_full(checkpoint: Path, error: BaseException) -> CheckpointDiskFull | None:
