@@ -247,7 +247,7 @@ def finish_batches(queries: Sequence[StreamingQuery], grace: float = STOP_GRACE_
     while running and time.monotonic() < deadline:
         for key, (query, batch) in list(running.items()):
             newest = query.lastProgress["batchId"] if query.lastProgress else -1
-            if not query.isActive or not query.status.get("isTriggerActive") or newest > batch:
+            if newest > batch or not query.isActive or not query.status.get("isTriggerActive"):
                 del running[key]
         if running:
             time.sleep(0.02)
