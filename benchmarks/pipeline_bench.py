@@ -335,13 +335,15 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
 
 
 def seam_bytes(views: Iterable[tuple[str, int, bytes]]) -> dict[str, Any]:
-    """Per subscriber, and over all, the value size of its relay-views records (one per block)."""
+    """Per subscriber, and over all, the value size of its relay-views records (one per block) and the bytes of
+    trie nodes in them."""
+    from streaming.seam import split_record
+
     sizes: dict[str, list[int]] = defaultdict(list)
     nodes: dict[str, list[int]] = defaultdict(list)
     for key, _partition, value in views:
         sizes[key].append(len(value))
-        view = json.loads(value).get("view", {})
-        nodes[key].append(sum((len(node) - 2) // 2 for node in view.get("nodes", [])))
+        nodes[key].append(sum(map(len, split_record(value)[1])))
     every = [n for key in sizes for n in sizes[key]]
     every_nodes = [n for key in nodes for n in nodes[key]]
     rows = {key: {**_stats(sizes[key]), "proof_node_bytes_mean": statistics.fmean(nodes[key])}
@@ -530,7 +532,8 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
     views = []
     for r in seam:
         partition = murmur2_partition(r.key.encode(), VIEWS_PARTITIONS)
-        views.append(KafkaRow(r.topic, partition, next_offset[(r.topic, partition)], r.key.encode(), r.value.encode()))
+        value = r.value if isinstance(r.value, bytes) else r.value.encode()
+        views.append(KafkaRow(r.topic, partition, next_offset[(r.topic, partition)], r.key.encode(), value))
         next_offset[(r.topic, partition)] += 1
     sub_states: dict[tuple[str, ...], CountingMapState] = {}
     sub_batches, sub_out = run_stage(
@@ -971,10 +974,10 @@ top namespace families (share of calls) |
         parts.append("""
 ### Bytes on the seam
 
-Value size of each `relay-views` record the job wrote (one per subscriber per relay block: MAC + view as \
-canonical JSON, trie nodes in hex), read back from Kafka; "proof nodes" is the raw size of the trie nodes in \
-the view (the JSON carries them hex-encoded, twice that). Views are still the first version of the seam: a \
-full proof of every key the subscriber declared, every block.
+Value size of each `relay-views` record the job wrote (one per subscriber per relay block: MAC, the view's \
+small fields as canonical JSON, its trie nodes as raw bytes: `streaming/seam.py`), read back from Kafka; "proof \
+nodes" is the size of the trie nodes in the view. Under `seam: "delta"` (the default) a view carries the nodes \
+of its proof that the subscriber's previous view did not.
 
 | log | subscriber | views (blocks) | mean bytes | p95 | max | proof nodes, mean raw bytes |
 |---|---|---:|---:|---:|---:|---:|
@@ -1073,10 +1076,8 @@ def reading(results: dict[str, Any]) -> str:
              f"{e['seam']['all']['total'] / 2**20:.1f} MiB in all for a {e['bytes'] / 2**20:.1f} MiB log)"
              for n, e in logs.items() if "seam" in e]
     if seams:
-        lines.append("- Seam: a view averages " + " and ".join(seams) + "; about half of it is the hex of the proof "
-                     "nodes doubling their size, and the nodes are full paths to every declared key, every block. "
-                     "Binary encoding and the target seam (only what changed on the subscriber's paths) would "
-                     "both shrink it.\n")
+        lines.append("- Seam: a view averages " + " and ".join(seams) + "; nearly all of it is trie nodes, as raw "
+                     "bytes.\n")
     return "".join(lines)
 
 

@@ -37,6 +37,7 @@ from pubsub_core.hashing import blake2_256
 from pubsub_core.stages.topics import VIEWS, input_topics, output_topics, topic
 from streaming.kafka_broker import delete_topics
 from streaming.paths import REPO_ROOT
+from streaming.seam import SeamRecordError, split_record
 from streaming.settings import Settings
 
 __all__ = ["LiveMonitor", "LivePlan", "LiveRun", "LiveSnapshot", "PartFailed", "PartTimeout", "PovRecord",
@@ -266,8 +267,11 @@ class LiveMonitor:
             state.upward += 1
             return
         try:
-            body = json.loads(message.value() or b"")
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            if kind == VIEWS:  # binary (streaming.seam); the monitor only looks, so it needs no seam key
+                body = {"view": split_record(message.value() or b"")[0]}
+            else:
+                body = json.loads(message.value() or b"")
+        except (UnicodeDecodeError, json.JSONDecodeError, SeamRecordError):
             return  # anyone may write anything to a topic; the monitor only counts what parses
         if kind == "blocks":  # the author writes block n at position n - 1 (producers.author.block_record)
             number = int(body["position"]) + 1

@@ -17,15 +17,11 @@ gets the batch's ``BatchSummary``.
 from __future__ import annotations
 
 import cProfile
-import hashlib
-import hmac
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pubsub_core.relay import canonical_json
 from pubsub_core.stages import (
     OutputRecord,
     RelayStage,
@@ -40,6 +36,7 @@ from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 
 from state import StateBackend
 from state.spark import SparkStateBackend
+from streaming.seam import SeamRecordError, decode_view, encode_view
 
 __all__ = [
     "BatchSummary",
@@ -88,11 +85,12 @@ class KafkaRow:
 
 @dataclass(frozen=True, slots=True)
 class OutRow:
-    """One record to write to Kafka: topic, key, value (canonical JSON) and the ``id`` header."""
+    """One record to write to Kafka: topic, key, value (canonical JSON; a seam record's bytes) and the ``id``
+    header."""
 
     topic: str
     key: str
-    value: str
+    value: str | bytes
     id: str
 
 
@@ -102,24 +100,17 @@ def _out(record: OutputRecord) -> OutRow:
 
 def _bounded(row: OutRow, realm: str) -> OutRow:
     """The row, or a typed rejection in its place if it is larger than a topic takes."""
-    size = len(row.value.encode())
+    size = len(row.value if isinstance(row.value, bytes) else row.value.encode())
     if size <= MAX_RECORD_BYTES:
         return row
     outcome = SimOutcome(None, row.id, "rejected", "RecordTooLarge", f"{size} bytes exceed {MAX_RECORD_BYTES}")
     return _out(OutputRecord(topic(realm, "rejected"), row.key, f"too-large/{row.id}", outcome.to_json()))
 
 
-def seam_mac(seam_key: bytes, body: str) -> str:
-    """Keyed Blake2b over a view's canonical JSON: the seam topic is as untrusted as any other, and only the
-    job's Stage R holds the key."""
-    return hashlib.blake2b(body.encode(), key=seam_key, digest_size=32).hexdigest()
-
-
 def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
-    """A view as a record of ``<realm>.relay-views``: ``{"mac": ..., "view": ...}``."""
-    body = canonical_json(view.to_json())
-    value = '{"mac":"' + seam_mac(seam_key, body) + '","view":' + body + "}"
-    return OutRow(topic(view.realm, VIEWS), str(view.subscriber), value, f"view/{view.subscriber}/{view.number}")
+    """A view as a record of ``<realm>.relay-views`` (``streaming.seam``: MAC and binary body)."""
+    return OutRow(topic(view.realm, VIEWS), str(view.subscriber), encode_view(view, seam_key),
+                  f"view/{view.subscriber}/{view.number}")
 
 
 CHUNK_ROWS = 4096
@@ -174,23 +165,6 @@ def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutR
     return _out(OutputRecord(topic(realm, "rejected"), key, f"seam/{log_id}", outcome.to_json()))
 
 
-def _parse_view(row: KafkaRow, seam_key: bytes) -> tuple[RelayView, bytes]:
-    """The view of a seam record and its digest; ValueError (with a reason prefix) if forged or malformed."""
-    try:
-        record = json.loads(row.value or b"")
-        body = canonical_json(record["view"])
-        mac = record["mac"]
-    except (ValueError, TypeError, KeyError, RecursionError) as exc:
-        raise ValueError(f"MalformedView: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(mac, str) or not hmac.compare_digest(mac, seam_mac(seam_key, body)):
-        raise ValueError("ForgedView: the MAC does not match the job's seam key")
-    try:
-        view = RelayView.from_json(record["view"])
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"MalformedView: {type(exc).__name__}: {exc}") from exc
-    return view, hashlib.blake2b(body.encode(), digest_size=32).digest()
-
-
 def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
                       config: SimulatorConfig, seam_key: bytes) -> Iterator[list[OutRow]]:
     """``subscriber_rows`` in chunks of at least ``CHUNK_ROWS`` rows (the last one: what is left), each as soon
@@ -199,10 +173,9 @@ def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], bac
     stage: SubscriberStage | None = None
     for row in sorted(rows, key=lambda r: (r.partition, r.offset)):
         try:
-            view, digest = _parse_view(row, seam_key)
-        except ValueError as exc:
-            reason, _, detail = str(exc).partition(": ")
-            out.append(_seam_rejection(realm, row, reason, detail))
+            view, digest = decode_view(row.value or b"", seam_key)
+        except SeamRecordError as exc:
+            out.append(_seam_rejection(realm, row, exc.reason, exc.detail))
             continue
         if view.realm != realm or str(view.subscriber) != subscriber:
             out.append(_seam_rejection(realm, row, "MisroutedView", f"a view for {view.realm}/{view.subscriber}"))
@@ -266,7 +239,7 @@ class BatchSummary:
 class Writer(Protocol):
     """Where a stage's records go (``streaming.record_writer.RecordWriter``: Kafka)."""
 
-    def write(self, records: Iterable[tuple[str, str, str, str]]) -> None: ...
+    def write(self, records: Iterable[tuple[str, str, str | bytes, str]]) -> None: ...
 
     def flush(self) -> None: ...
 

@@ -152,9 +152,12 @@ def test_a_realm_that_appears_later_is_picked_up(kafka_settings: Settings, tmp_p
         assert_equal(result)
 
 
+LARGE_VIEW_KEYS = 1000
+
+
 def large_view_log() -> list[bytes]:
-    """Two system paras publish 700 keys of 900 bytes each and one subscriber follows all of them: its views
-    carry more than 1 MB of trie nodes as JSON, past Kafka's 1 MB default."""
+    """Two system paras publish 1,000 keys of 980 bytes each and one subscriber follows all of them: its full views
+    carry more than 1 MiB of trie nodes, past Kafka's 1 MB default."""
     from producers.workload import LogBuilder, published_key, signer
     from pubsub_core.envelope import KeyRegistry
     from pubsub_core.relay import Genesis
@@ -165,15 +168,15 @@ def large_view_log() -> list[bytes]:
     subscriber = signer("big/3000")
     keys = {p: frozenset({s.public_key}) for p, s in publishers.items()} | {3000: frozenset({subscriber.public_key})}
     log.genesis(KeyRegistry(para_keys=keys, author_keys=frozenset({log.author.public_key})), Genesis())
-    followed = {p: tuple(sorted(published_key(p, i) for i in range(700))) for p in publishers}
+    followed = {p: tuple(sorted(published_key(p, i) for i in range(LARGE_VIEW_KEYS))) for p in publishers}
     log.signed(subscriber, "extrinsics", "para:3000", SetSubscriptions(tuple(sorted(followed.items()))).encode())
     log.block()
-    starts = list(range(0, 700, 16))
+    starts = list(range(0, LARGE_VIEW_KEYS, 16))
     for block in range(0, len(starts), 16):  # at most 16 upward messages per para and block (the router's limit)
         for para, key in publishers.items():
             for start in starts[block:block + 16]:
-                log.publish(para, key, [(published_key(para, i), bytes([i % 251]) * 900, 0)
-                                        for i in range(start, min(start + 16, 700))])
+                log.publish(para, key, [(published_key(para, i), bytes([i % 251]) * 980, 0)
+                                        for i in range(start, min(start + 16, LARGE_VIEW_KEYS))])
         log.block()
     log.block()
     return [line.encode() for line in log.lines]
@@ -192,7 +195,7 @@ def test_a_view_over_one_megabyte_goes_through(kafka_settings: Settings, tmp_pat
     views = read_topic(kafka_settings, "bigviews.relay-views")
     assert max(len(v.value or b"") for v in views) > 1024 * 1024
     updates = [t for t in result.topics if t.topic == "bigviews.updates"][0]
-    assert updates.matched == 1400
+    assert updates.matched == 2 * LARGE_VIEW_KEYS
 
 
 def test_the_live_job_in_process_serves_a_log_that_arrives_while_it_runs_and_stops_when_asked(

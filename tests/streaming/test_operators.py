@@ -20,6 +20,7 @@ from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
 from state import MemoryBackend
 from streaming.operators import KafkaRow, OutRow, relay_rows, seam_record, subscriber_rows
+from streaming.seam import decode_view
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY = b"k" * 32
@@ -78,7 +79,7 @@ def run_pipeline(lines: list[bytes], size: int | None, seed: int, replay: bool =
             produced = relay_rows(realm, group, relay_backends.setdefault(realm, MemoryBackend()), CONFIG, KEY)
             out += [_line(r) for r in produced if not r.topic.endswith(".relay-views")]
             seam += [r for r in produced if r.topic.endswith(".relay-views")]
-    views = [KafkaRow(r.topic, 0, i, r.key.encode(), r.value.encode()) for i, r in enumerate(seam)]
+    views = [KafkaRow(r.topic, 0, i, r.key.encode(), _bytes(r.value)) for i, r in enumerate(seam)]
     if replay:  # the sink wrote some views twice: copies at later offsets
         views += [KafkaRow(v.topic, 0, len(views) + i, v.key, v.value) for i, v in enumerate(rng.sample(views, len(views) // 3))]
     subscriber_backends: dict[tuple[str, str], MemoryBackend] = {}
@@ -108,16 +109,16 @@ def test_replayed_views_are_applied_once() -> None:
 
 def _views(lines: list[bytes]) -> list[KafkaRow]:
     _, seam = run_pipeline(lines, None, seed=0)
-    return [KafkaRow(r.topic, 0, i, r.key.encode(), r.value.encode()) for i, r in enumerate(seam)]
+    return [KafkaRow(r.topic, 0, i, r.key.encode(), _bytes(r.value)) for i, r in enumerate(seam)]
 
 
 def test_a_forged_view_is_rejected_and_changes_nothing() -> None:
     lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
     views = _views(lines)
     genuine = subscriber_rows("polkadot", "3000", views, MemoryBackend(), CONFIG, KEY)
-    body = json.loads(views[-1].value or b"")
-    body["view"]["nodes"] = []  # a cheating seam writer without the key: the MAC no longer matches
-    forged = KafkaRow(views[0].topic, 0, 99, b"3000", json.dumps(body).encode())
+    value = bytearray(views[-1].value or b"")
+    value[-1] ^= 1  # a cheating seam writer without the key: the MAC no longer matches
+    forged = KafkaRow(views[0].topic, 0, 99, b"3000", bytes(value))
     wrong_key = KafkaRow(views[0].topic, 0, 100, b"3000", seam_record_with(views[1], b"x" * 32))
     out = subscriber_rows("polkadot", "3000", [forged, wrong_key, *views], MemoryBackend(), CONFIG, KEY)
     rejected = [json.loads(r.value) for r in out if r.topic == "polkadot.rejected"]
@@ -125,23 +126,23 @@ def test_a_forged_view_is_rejected_and_changes_nothing() -> None:
     assert [r for r in out if r.topic != "polkadot.rejected"] == genuine
 
 
-def seam_record_with(view_row: KafkaRow, key: bytes) -> bytes:
-    from pubsub_core.stages import RelayView
+def _bytes(value: str | bytes) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
 
-    view = RelayView.from_json(json.loads(view_row.value or b"")["view"])
-    return seam_record(view, key).value.encode()
+
+def seam_record_with(view_row: KafkaRow, key: bytes) -> bytes:
+    view, _ = decode_view(view_row.value or b"", KEY)
+    return _bytes(seam_record(view, key).value)
 
 
 def test_a_differing_replay_of_an_applied_view_is_a_typed_rejection() -> None:
     lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
     views = _views(lines)
-    from pubsub_core.stages import RelayView
-
-    first = RelayView.from_json(json.loads(views[0].value or b"")["view"])
+    first, _ = decode_view(views[0].value or b"", KEY)
     changed = seam_record(dataclasses.replace(first, max_pov_size=1), KEY)
     backend = MemoryBackend()
     subscriber_rows("polkadot", "3000", views, backend, CONFIG, KEY)
-    out = subscriber_rows("polkadot", "3000", [KafkaRow(views[0].topic, 0, 50, b"3000", changed.value.encode())],
+    out = subscriber_rows("polkadot", "3000", [KafkaRow(views[0].topic, 0, 50, b"3000", _bytes(changed.value))],
                           backend, CONFIG, KEY)
     assert [json.loads(r.value)["reason"] for r in out] == ["ViewConflict"]
 

@@ -1,0 +1,93 @@
+"""The seam's wire format: one relay view per record of ``<realm>.relay-views``, written by Stage R, read by Stage S.
+
+    value = mac || body                      mac: keyed BLAKE2b-256 of body (the job's seam key)
+    body  = u32 m || u32 n || u32 len(node_1) .. u32 len(node_n) || meta (m bytes) || node_1 .. node_n
+
+``meta`` is the canonical JSON of the view without its nodes (``RelayView.to_json`` with ``nodes: []``); the
+integers are big-endian. Binary rather than JSON because the nodes are nearly all of a view: as raw bytes they are
+half their hex size (16.3 -> 8 MB of seam values on the issue-11 log), and every byte crosses the worker, the
+broker, Spark's Kafka source, its shuffle and Arrow; five interleaved pairs in one JVM: the job 4.97 -> 4.50 s,
+its CPU 7.39 -> 6.52 s at the median (docs/benchmarks.md, session 14).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import json
+import struct
+from typing import Any
+
+from pubsub_core.relay import canonical_json
+from pubsub_core.stages import RelayView
+
+__all__ = ["MAC_BYTES", "SeamRecordError", "decode_view", "encode_view", "seam_mac", "split_record"]
+
+MAC_BYTES = 32
+_COUNTS = struct.Struct(">II")
+
+
+class SeamRecordError(ValueError):
+    """A seam record Stage S refuses: ``reason`` is ``ForgedView`` (the MAC does not match: anyone without the key
+    wrote it) or ``MalformedView`` (authentic but not a view: never written by Stage R)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def seam_mac(seam_key: bytes, body: bytes) -> bytes:
+    """Keyed BLAKE2b over a record's body: the seam topic is as untrusted as any other, and only the job's Stage R
+    holds the key."""
+    return hashlib.blake2b(body, key=seam_key, digest_size=MAC_BYTES).digest()
+
+
+def encode_view(view: RelayView, seam_key: bytes) -> bytes:
+    """``view`` as a seam record's value."""
+    meta = canonical_json(dataclasses.replace(view, nodes=()).to_json()).encode()
+    lengths = struct.pack(f">{len(view.nodes)}I", *map(len, view.nodes))
+    body = b"".join((_COUNTS.pack(len(meta), len(view.nodes)), lengths, meta, *view.nodes))
+    return seam_mac(seam_key, body) + body
+
+
+def split_record(value: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    """The meta and the nodes of a record's value, its MAC not checked (for readers that only look: the live
+    monitor, the benchmark); ``SeamRecordError`` if it has not a seam record's shape."""
+    body = memoryview(value)[MAC_BYTES:]
+    if len(body) < _COUNTS.size:
+        raise SeamRecordError("MalformedView", f"a seam record of {len(value)} bytes")
+    meta_length, count = _COUNTS.unpack_from(body)
+    start = _COUNTS.size + 4 * count
+    if start + meta_length > len(body):
+        raise SeamRecordError("MalformedView", f"{count} nodes and {meta_length} bytes of meta in {len(body)}")
+    lengths = struct.unpack_from(f">{count}I", body, _COUNTS.size)
+    at = start + meta_length
+    if at + sum(lengths) != len(body):
+        raise SeamRecordError("MalformedView", f"node lengths sum to {sum(lengths)}, {len(body) - at} bytes follow")
+    try:
+        meta = json.loads(bytes(body[start:at]))
+    except (ValueError, RecursionError) as exc:
+        raise SeamRecordError("MalformedView", f"meta: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise SeamRecordError("MalformedView", "meta is not a JSON object")
+    nodes = []
+    for length in lengths:
+        nodes.append(bytes(body[at:at + length]))
+        at += length
+    return meta, nodes
+
+
+def decode_view(value: bytes, seam_key: bytes) -> tuple[RelayView, bytes]:
+    """The view of a seam record's value and the digest of its body (what Stage S compares a replay with);
+    ``SeamRecordError``: ``ForgedView`` unless the MAC matches, then ``MalformedView`` if it is not a view."""
+    mac, body = value[:MAC_BYTES], value[MAC_BYTES:]
+    if len(mac) != MAC_BYTES or not hmac.compare_digest(mac, seam_mac(seam_key, body)):
+        raise SeamRecordError("ForgedView", "the MAC does not match the job's seam key")
+    meta, nodes = split_record(value)
+    try:
+        view = RelayView.from_json(meta)
+    except ValueError as exc:
+        raise SeamRecordError("MalformedView", str(exc)) from exc
+    return dataclasses.replace(view, nodes=tuple(nodes)), hashlib.blake2b(body, digest_size=32).digest()
