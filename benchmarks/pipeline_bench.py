@@ -494,7 +494,8 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
         rows.append(KafkaRow(record.topic, 0, offset, record.key, record.value))
 
     def line_of(row: Any) -> str:
-        return json.dumps({"id": row.id, "key": row.key, "topic": row.topic, "value": json.loads(row.value)},
+        return json.dumps({"id": row.id.decode(), "key": row.key.decode(), "topic": row.topic,
+                           "value": json.loads(row.value)},
                           sort_keys=True, separators=(",", ":"))
 
     def run_stage(batches: list[list[KafkaRow]], group: Callable[[KafkaRow], tuple[str, ...]],
@@ -531,9 +532,8 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
     next_offset: Counter[tuple[str, int]] = Counter()
     views = []
     for r in seam:
-        partition = murmur2_partition(r.key.encode(), VIEWS_PARTITIONS)
-        value = r.value if isinstance(r.value, bytes) else r.value.encode()
-        views.append(KafkaRow(r.topic, partition, next_offset[(r.topic, partition)], r.key.encode(), value))
+        partition = murmur2_partition(r.key, VIEWS_PARTITIONS)
+        views.append(KafkaRow(r.topic, partition, next_offset[(r.topic, partition)], r.key, r.value))
         next_offset[(r.topic, partition)] += 1
     sub_states: dict[tuple[str, ...], CountingMapState] = {}
     sub_batches, sub_out = run_stage(
@@ -572,7 +572,7 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
         "relay": stage(relay_batches, relay_states),
         "subscribers": stage(sub_batches, sub_states),
         "outputs_equal_simulator": out_lines == expected,
-        "seam_partitions": {key: murmur2_partition(key.encode(), VIEWS_PARTITIONS)
+        "seam_partitions": {key.decode(): murmur2_partition(key, VIEWS_PARTITIONS)
                             for key in sorted({r.key for r in seam}, key=int)},
     }
 

@@ -20,7 +20,7 @@ import cProfile
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pubsub_core.stages import (
     OutputRecord,
@@ -83,34 +83,38 @@ class KafkaRow:
     value: bytes | None
 
 
-@dataclass(frozen=True, slots=True)
-class OutRow:
-    """One record to write to Kafka: topic, key, value (canonical JSON; a seam record's bytes) and the ``id``
-    header."""
+class OutRow(NamedTuple):
+    """One record as Kafka takes it: topic, key, value (canonical JSON; a seam record's bytes) and the ``id``
+    header, each encoded once where the record is made.
+
+    A named tuple, not a frozen dataclass: Stage R makes about 27,000 of these per 100 blocks on the issue-11 log,
+    and made, bounded and encoded for the writer they took 0.20 s as frozen dataclasses of strings, 0.11 s as this
+    (51,312 records of the log, both stages)."""
 
     topic: str
-    key: str
-    value: str | bytes
-    id: str
+    key: bytes
+    value: bytes
+    id: bytes
 
 
 def _out(record: OutputRecord) -> OutRow:
-    return OutRow(record.topic, record.key, record.value_json(), record.id)
+    return OutRow(record.topic, record.key.encode(), record.value_json().encode(), record.id.encode())
 
 
 def _bounded(row: OutRow, realm: str) -> OutRow:
     """The row, or a typed rejection in its place if it is larger than a topic takes."""
-    size = len(row.value if isinstance(row.value, bytes) else row.value.encode())
+    size = len(row.value)
     if size <= MAX_RECORD_BYTES:
         return row
-    outcome = SimOutcome(None, row.id, "rejected", "RecordTooLarge", f"{size} bytes exceed {MAX_RECORD_BYTES}")
-    return _out(OutputRecord(topic(realm, "rejected"), row.key, f"too-large/{row.id}", outcome.to_json()))
+    record_id = row.id.decode()
+    outcome = SimOutcome(None, record_id, "rejected", "RecordTooLarge", f"{size} bytes exceed {MAX_RECORD_BYTES}")
+    return _out(OutputRecord(topic(realm, "rejected"), row.key.decode(), f"too-large/{record_id}", outcome.to_json()))
 
 
 def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
     """A view as a record of ``<realm>.relay-views`` (``streaming.seam``: MAC and binary body)."""
-    return OutRow(topic(view.realm, VIEWS), str(view.subscriber), encode_view(view, seam_key),
-                  f"view/{view.subscriber}/{view.number}")
+    return OutRow(topic(view.realm, VIEWS), str(view.subscriber).encode(), encode_view(view, seam_key),
+                  f"view/{view.subscriber}/{view.number}".encode())
 
 
 CHUNK_ROWS = 4096
@@ -222,7 +226,7 @@ class BatchSummary:
         """Count ``rows`` in (written records)."""
         for row in rows:
             if row.topic.endswith(".seals"):
-                self.seals.append((row.topic, row.key))
+                self.seals.append((row.topic, row.key.decode()))
             else:
                 self.counts[row.topic] = self.counts.get(row.topic, 0) + 1
 
@@ -239,7 +243,7 @@ class BatchSummary:
 class Writer(Protocol):
     """Where a stage's records go (``streaming.record_writer.RecordWriter``: Kafka)."""
 
-    def write(self, records: Iterable[tuple[str, str, str | bytes, str]]) -> None: ...
+    def write(self, records: Iterable[OutRow]) -> None: ...
 
     def flush(self) -> None: ...
 
@@ -259,7 +263,7 @@ def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBacken
         profile.enable()
     summary = BatchSummary()
     for chunk in chunks:
-        writer.write((row.topic, row.key, row.value, row.id) for row in chunk)
+        writer.write(chunk)
         summary.add(chunk)
     backend.flush()
     writer.flush()

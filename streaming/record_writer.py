@@ -71,14 +71,14 @@ class RecordWriter:
         self._producer = Producer({**config, "on_delivery": delivered, "delivery.report.only.error": True})
         self._failures = failures
 
-    def write(self, records: Iterable[tuple[str, str, str | bytes, str]]) -> None:
-        """Queue (topic, key, value, id) records; a full queue is drained by serving deliveries."""
+    def write(self, records: Iterable[tuple[str, bytes, bytes, bytes]]) -> None:
+        """Queue (topic, key, value, id) records, the last three encoded (``streaming.operators.OutRow``); a full
+        queue is drained by serving deliveries."""
         produce, poll = self._producer.produce, self._producer.poll
         for topic, key, value, record_id in records:
-            data = value if isinstance(value, bytes) else value.encode()
             while True:
                 try:
-                    produce(topic, data, key.encode(), headers=[(ID_HEADER, record_id.encode())])
+                    produce(topic, value, key, headers=[(ID_HEADER, record_id)])
                     break
                 except BufferError:
                     poll(0.05)

@@ -32,23 +32,24 @@ def test_records_land_on_the_partition_spark_s_sink_chose_in_order_with_their_id
     """Each keyed record lands on the Java client's partition (Spark's Kafka sink's choice, asked in Spark's JVM),
     each partition keeps the write order, and key, value and ``id`` header arrive as written (an empty key too)."""
     name = _topic(kafka_settings, 4)
-    records = [(name, "" if i % 17 == 0 else f"subscriber-{i % 23}", f'{{"n":{i}}}', f"id/{i}") for i in range(300)]
+    records = [(name, b"" if i % 17 == 0 else f"subscriber-{i % 23}".encode(), f'{{"n":{i}}}'.encode(), f"id/{i}".encode())
+               for i in range(300)]
     writer = RecordWriter(writer_config(kafka_settings))
     writer.write(records[:120])
     writer.write(records[120:])
     writer.flush()
 
     utils = spark.sparkContext._jvm.org.apache.kafka.common.utils.Utils  # type: ignore[union-attr]
-    java_partition = {key: utils.toPositive(utils.murmur2(bytearray(key.encode()))) % 4 for _, key, _, _ in records}
+    java_partition = {key: utils.toPositive(utils.murmur2(bytearray(key))) % 4 for _, key, _, _ in records}
     read = read_topic(kafka_settings, name)
     assert len(read) == len(records)
     by_id = {record.header(ID_HEADER): record for record in read}
     for _, key, value, record_id in records:
-        got = by_id[record_id.encode()]
-        assert (got.key, got.value, got.partition) == (key.encode(), value.encode(), java_partition[key])
+        got = by_id[record_id]
+        assert (got.key, got.value, got.partition) == (key, value, java_partition[key])
     for partition in range(4):
         in_kafka = [r.header(ID_HEADER) for r in sorted(read, key=lambda r: r.offset) if r.partition == partition]
-        written = [i.encode() for _, key, _, i in records if java_partition[key] == partition]
+        written = [i for _, key, _, i in records if java_partition[key] == partition]
         assert in_kafka == written
 
 
@@ -58,13 +59,13 @@ def test_a_record_kafka_refuses_fails_the_flush_with_a_typed_error_and_the_write
     topic (so the micro-batch fails and runs again); the next batch's records are delivered."""
     small = _topic(kafka_settings, 1, {"max.message.bytes": "2048"})
     writer = RecordWriter(writer_config(kafka_settings))
-    writer.write([(small, "k", os.urandom(6400).hex(), "too-large")])  # 12,800 random hex characters
+    writer.write([(small, b"k", os.urandom(6400).hex().encode(), b"too-large")])  # 12,800 random hex characters
     with pytest.raises(RecordWriteError) as raised:
         writer.flush()
     assert raised.value.topic == small and raised.value.failed == 1
     assert "too large" in raised.value.reason.lower()
 
-    writer.write([(small, "k", "{}", "fits")])
+    writer.write([(small, b"k", b"{}", b"fits")])
     writer.flush()
     assert [r.header(ID_HEADER) for r in read_topic(kafka_settings, small)] == [b"fits"]
 
@@ -75,12 +76,12 @@ def test_a_batch_larger_than_the_writer_s_buffer_waits_for_deliveries_and_loses_
     serves deliveries until there is room, so a batch of any size goes out whole and in order."""
     name = _topic(kafka_settings, 1)
     config = {**writer_config(kafka_settings), "queue.buffering.max.kbytes": "256"}
-    records = [(name, "k", os.urandom(3000).hex(), f"id/{i}") for i in range(400)]  # 2.4 MB: ten buffers' worth
+    records = [(name, b"k", os.urandom(6000), f"id/{i}".encode()) for i in range(400)]  # 2.4 MB: ten buffers' worth
     writer = RecordWriter(config)
     writer.write(records)
     writer.flush()
     read = sorted(read_topic(kafka_settings, name), key=lambda r: r.offset)
-    assert [(r.header(ID_HEADER), r.value) for r in read] == [(i.encode(), v.encode()) for _, _, v, i in records]
+    assert [(r.header(ID_HEADER), r.value) for r in read] == [(i, v) for _, _, v, i in records]
 
 
 def test_a_worker_keeps_one_writer_per_configuration(kafka_settings: Settings) -> None:

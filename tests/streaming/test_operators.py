@@ -28,7 +28,7 @@ CONFIG = SimulatorConfig()
 
 
 def _line(row: OutRow) -> str:
-    return json.dumps({"id": row.id, "key": row.key, "topic": row.topic, "value": json.loads(row.value)},
+    return json.dumps({"id": row.id.decode(), "key": row.key.decode(), "topic": row.topic, "value": json.loads(row.value)},
                       sort_keys=True, separators=(",", ":"))
 
 
@@ -79,7 +79,7 @@ def run_pipeline(lines: list[bytes], size: int | None, seed: int, replay: bool =
             produced = relay_rows(realm, group, relay_backends.setdefault(realm, MemoryBackend()), CONFIG, KEY)
             out += [_line(r) for r in produced if not r.topic.endswith(".relay-views")]
             seam += [r for r in produced if r.topic.endswith(".relay-views")]
-    views = [KafkaRow(r.topic, 0, i, r.key.encode(), _bytes(r.value)) for i, r in enumerate(seam)]
+    views = [KafkaRow(r.topic, 0, i, r.key, r.value) for i, r in enumerate(seam)]
     if replay:  # the sink wrote some views twice: copies at later offsets
         views += [KafkaRow(v.topic, 0, len(views) + i, v.key, v.value) for i, v in enumerate(rng.sample(views, len(views) // 3))]
     subscriber_backends: dict[tuple[str, str], MemoryBackend] = {}
@@ -109,7 +109,7 @@ def test_replayed_views_are_applied_once() -> None:
 
 def _views(lines: list[bytes]) -> list[KafkaRow]:
     _, seam = run_pipeline(lines, None, seed=0)
-    return [KafkaRow(r.topic, 0, i, r.key.encode(), _bytes(r.value)) for i, r in enumerate(seam)]
+    return [KafkaRow(r.topic, 0, i, r.key, r.value) for i, r in enumerate(seam)]
 
 
 def test_a_forged_view_is_rejected_and_changes_nothing() -> None:
@@ -126,13 +126,9 @@ def test_a_forged_view_is_rejected_and_changes_nothing() -> None:
     assert [r for r in out if r.topic != "polkadot.rejected"] == genuine
 
 
-def _bytes(value: str | bytes) -> bytes:
-    return value if isinstance(value, bytes) else value.encode()
-
-
 def seam_record_with(view_row: KafkaRow, key: bytes) -> bytes:
     view, _ = decode_view(view_row.value or b"", KEY)
-    return _bytes(seam_record(view, key).value)
+    return seam_record(view, key).value
 
 
 def test_a_differing_replay_of_an_applied_view_is_a_typed_rejection() -> None:
@@ -142,7 +138,7 @@ def test_a_differing_replay_of_an_applied_view_is_a_typed_rejection() -> None:
     changed = seam_record(dataclasses.replace(first, max_pov_size=1), KEY)
     backend = MemoryBackend()
     subscriber_rows("polkadot", "3000", views, backend, CONFIG, KEY)
-    out = subscriber_rows("polkadot", "3000", [KafkaRow(views[0].topic, 0, 50, b"3000", _bytes(changed.value))],
+    out = subscriber_rows("polkadot", "3000", [KafkaRow(views[0].topic, 0, 50, b"3000", changed.value)],
                           backend, CONFIG, KEY)
     assert [json.loads(r.value)["reason"] for r in out] == ["ViewConflict"]
 
@@ -164,7 +160,7 @@ def test_an_output_over_the_ceiling_becomes_a_rejection(monkeypatch: pytest.Monk
     lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
     rows, _ = kafka_inputs(lines)
     out = relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
-    too_large = [json.loads(r.value) for r in out if r.id.startswith("too-large/")]
+    too_large = [json.loads(r.value) for r in out if r.id.startswith(b"too-large/")]
     assert too_large and all(r["reason"] == "RecordTooLarge" for r in too_large)
     assert all(len(r.value) <= 500 for r in out)
 
@@ -230,9 +226,9 @@ def test_the_spark_adapters_carry_rows_in_unchanged_and_a_summary_out() -> None:
         KafkaRow("r.blocks", 1, 7, None, b"v"), KafkaRow("r.calls", 0, 2**40, b"k", None),
         KafkaRow("r.blocks", 1, 7, None, b"v")]
     summary = BatchSummary()
-    summary.add([OutRow("r.events", "5", '{"a":1}', "id/5"), OutRow("r.seals", "12", "{}", "s/12")])
-    summary.add([OutRow("r.events", "6", "{}", "id/6"), OutRow("r.relay-views", "6", "{}", "v"),
-                 OutRow("r.seals", "13", "{}", "s/13")])
+    summary.add([OutRow("r.events", b"5", b'{"a":1}', b"id/5"), OutRow("r.seals", b"12", b"{}", b"s/12")])
+    summary.add([OutRow("r.events", b"6", b"{}", b"id/6"), OutRow("r.relay-views", b"6", b"{}", b"v"),
+                 OutRow("r.seals", b"13", b"{}", b"s/13")])
     out = summary.frame()
     assert out.to_dict("records") == [
         {"topic": "r.events", "key": None, "records": 2}, {"topic": "r.relay-views", "key": None, "records": 1},
@@ -244,10 +240,10 @@ class ListWriter:
     """Records kept in memory in write order, deliveries counted (the Kafka writer's contract, without Kafka)."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[str, str, str, str]] = []
+        self.records: list[tuple[str, bytes, bytes, bytes]] = []
         self.flushes: list[int] = []
 
-    def write(self, records: Iterable[tuple[str, str, str, str]]) -> None:
+    def write(self, records: Iterable[tuple[str, bytes, bytes, bytes]]) -> None:
         self.records += records
 
     def flush(self) -> None:
