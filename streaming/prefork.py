@@ -1,0 +1,263 @@
+"""A fork server for the Python process Spark starts on the driver at every transformWithState query start.
+
+Before a query's first batch, Spark 4.2 runs ``python -m pyspark.sql.streaming.transform_with_state_driver_worker``
+(the pre-init worker) in a fresh interpreter to learn the processor's state variables: twice per available-now run
+of the job, 0.36 s each on a warm JVM here, most of it ``import pyspark`` (0.2-0.3 s). Spark already forks its
+executors' Python workers from a daemon that has pyspark imported; this does the same for the pre-init worker.
+The driver starts the server (``start``) before Spark's JVM, and workers are started through a launcher
+(``streaming/prefork_launcher.py``) that hands ``-m`` of a preloaded module to the server and runs anything else
+in a fresh interpreter, as before. The pre-init then takes 0.11-0.13 s (docs/benchmarks.md, "Session 15").
+
+Local masters only: on a cluster the executors would need the launcher's path too. ``PUBSUB_PREFORK=0`` turns it
+off. The server exits when the driver does (its lifeline pipe closes) and takes its folder with it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import runpy
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from streaming.paths import REPO_ROOT
+from streaming.prefork_launcher import MODULES_ENV, SOCKET_ENV, STREAM_FDS
+
+__all__ = ["PREINIT_IMPORTS", "PREINIT_MODULE", "PreforkServer", "running", "spawn", "start", "write_launcher"]
+
+PREINIT_MODULE = "pyspark.sql.streaming.transform_with_state_driver_worker"
+PREINIT_IMPORTS = ("pyspark.sql.streaming.proto.StateMessage_pb2", "streaming.processors", "encodings.idna")
+"""What the pre-init worker imports beyond its module (its state protocol, our processors to unpickle, the host
+name codec): 0.28 -> 0.16 s from its start to its exit with these preloaded too."""
+ENABLE_ENV = "PUBSUB_PREFORK"
+LAUNCHER_SOURCE = Path(__file__).with_name("prefork_launcher.py")
+READY_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class PreforkServer:
+    """A running server: its process, socket, launcher (the Python executable to give Spark) and folder."""
+
+    process: subprocess.Popen[bytes]
+    socket_path: Path
+    launcher: Path
+    folder: Path
+    lifeline: int
+
+    def stop(self) -> None:
+        """Close the lifeline (the server exits and removes its folder) and wait for it."""
+        try:
+            os.close(self.lifeline)
+        except OSError:
+            return  # already stopped
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_RUNNING: list[PreforkServer] = []
+
+
+def running() -> PreforkServer | None:
+    """This process's server, if ``start`` started one."""
+    return _RUNNING[0] if _RUNNING else None
+
+
+def write_launcher(folder: Path, python: str = sys.executable) -> Path:
+    """The launcher as an executable script run by ``python`` without site and environment (-SI)."""
+    launcher = folder / "python"
+    launcher.write_text(f"#!{python} -SI\n{LAUNCHER_SOURCE.read_text()}")
+    launcher.chmod(0o700)
+    return launcher
+
+
+def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = ()) -> PreforkServer | None:
+    """A new server that runs ``modules`` (``-m``) with them and ``imports`` preloaded, in its own private folder,
+    once it listens; None if it did not come up."""
+    folder = Path(tempfile.mkdtemp(prefix="pubsub-prefork-"))  # 0700: only this user reaches the socket
+    path = folder / "socket"
+    launcher = write_launcher(folder)
+    lifeline_r, lifeline_w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streaming.prefork", str(path), str(lifeline_r), str(ready_w), ",".join(modules),
+         ",".join(imports)],
+        pass_fds=(lifeline_r, ready_w), stdin=subprocess.DEVNULL, env=env)
+    os.close(lifeline_r)
+    os.close(ready_w)
+    server = PreforkServer(process, path, launcher, folder, lifeline_w)
+    ready, _, _ = select.select([ready_r], [], [], READY_TIMEOUT_SECONDS)
+    came_up = bool(ready) and os.read(ready_r, 1) == b"1"
+    os.close(ready_r)
+    if not came_up:
+        server.stop()
+        return None
+    return server
+
+
+def start(modules: tuple[str, ...] = (PREINIT_MODULE,), imports: tuple[str, ...] = PREINIT_IMPORTS
+          ) -> PreforkServer | None:
+    """This process's server (started once) with the launcher's environment pointed at it; None when turned off
+    (``PUBSUB_PREFORK=0``) or when it did not come up (then workers start as before)."""
+    if _RUNNING:
+        return _RUNNING[0]
+    if os.environ.get(ENABLE_ENV, "1") == "0":
+        return None
+    server = spawn(modules, imports)
+    if server is None:
+        return None
+    os.environ[SOCKET_ENV] = str(server.socket_path)
+    os.environ[MODULES_ENV] = ",".join(modules)
+    _RUNNING.append(server)
+    atexit.register(server.stop)
+    return server
+
+
+# ------------------------------------------------------------------------------------------------- the server
+def _run_child(conn: socket.socket, fds: list[int], request: dict[str, object]) -> None:
+    """In the forked child: take the launcher's streams, environment, folder and arguments, run the module as
+    ``__main__``, exit with its status (never returns)."""
+    status = 1
+    try:
+        conn.close()
+        for target, fd in zip(STREAM_FDS, fds, strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        env = request["env"]
+        assert isinstance(env, dict)
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+        for entry in reversed(os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+            if entry and entry not in sys.path:
+                sys.path.insert(0, entry)
+        os.chdir(str(request["cwd"]))
+        module, args = str(request["module"]), request["args"]
+        assert isinstance(args, list)
+        sys.argv = [module, *map(str, args)]
+        # runpy warns that the module is already in sys.modules: it is, preloaded, and runs again as __main__
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module="runpy")
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+            status = 0
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001: whatever the module raised, report it on its stderr and exit
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(status)
+
+
+def _exit_status(wait_status: int) -> int:
+    """A shell's exit status: the code, or 128 + the signal that ended the process."""
+    return os.waitstatus_to_exitcode(wait_status) if os.WIFEXITED(wait_status) else 128 + os.WTERMSIG(wait_status)
+
+
+def serve(path: str, lifeline: int, ready: int, modules: list[str], imports: list[str]) -> None:
+    """Import ``modules`` and ``imports``, then fork a child per request to run one of ``modules`` until the
+    lifeline closes; each requester is told its child's pid, then its exit status."""
+    for module in [*modules, *imports]:
+        importlib.import_module(module)
+    allowed = set(modules)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the driver's whole group: the driver decides
+    os.write(ready, b"1")
+    os.close(ready)
+    waiting: dict[int, socket.socket] = {}
+    while True:
+        readable, _, _ = select.select([listener.fileno(), lifeline, wake_r], [], [])
+        if lifeline in readable and not os.read(lifeline, 1):
+            break
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+        if listener.fileno() in readable:
+            conn, _ = listener.accept()
+            _accept(conn, allowed, listener, waiting)
+        while waiting:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            done = waiting.pop(pid, None)
+            if done is not None:
+                _reply(done, {"status": _exit_status(wait_status)})
+                done.close()
+    listener.close()
+    shutil.rmtree(Path(path).parent, ignore_errors=True)
+
+
+def _reply(conn: socket.socket, message: dict[str, object]) -> None:
+    try:
+        conn.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass  # the launcher is gone (Spark destroyed it): nothing to tell
+
+
+def _accept(conn: socket.socket, allowed: set[str], listener: socket.socket,
+            waiting: dict[int, socket.socket]) -> None:
+    """Read one request; fork its child, or refuse it (the launcher then starts a fresh interpreter)."""
+    fds: list[int] = []
+    try:
+        conn.settimeout(5)
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 22, len(STREAM_FDS))
+        while not data.endswith(b"\n"):
+            more = conn.recv(1 << 22)
+            if not more:
+                raise ValueError("request cut short")
+            data += more
+        request = json.loads(data)
+        if request.get("module") not in allowed or len(fds) != len(STREAM_FDS):
+            raise ValueError("not a preloaded module")
+    except (OSError, ValueError):
+        for fd in fds:
+            os.close(fd)
+        _reply(conn, {"refused": True})
+        conn.close()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        listener.close()
+        for other in waiting.values():
+            other.close()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _run_child(conn, fds, request)
+    for fd in fds:
+        os.close(fd)
+    waiting[pid] = conn
+    _reply(conn, {"pid": pid})
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *(list(filter(None, arg.split(","))) for arg in sys.argv[4:6]))

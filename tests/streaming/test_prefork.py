@@ -1,0 +1,90 @@
+"""The pre-init fork server and its launcher (streaming/prefork.py, streaming/prefork_launcher.py), as real
+processes: what a forked module sees, what runs fresh instead, a stop passed on, and the server's exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streaming import prefork
+from streaming.prefork_launcher import MODULES_ENV, SOCKET_ENV
+
+PROBE = "tests.streaming.prefork_probe"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def server() -> Iterator[prefork.PreforkServer]:
+    started = prefork.spawn((PROBE,))
+    assert started is not None
+    yield started
+    started.stop()
+
+
+def _env(server: prefork.PreforkServer, modules: str = PROBE) -> dict[str, str]:
+    return {**os.environ, SOCKET_ENV: str(server.socket_path), MODULES_ENV: modules, "PROBE": "yes",
+            "PYTHONPATH": str(REPO)}
+
+
+def _probe(launcher: Path, args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, dict[str, object]]:
+    done = subprocess.run([str(launcher), "-m", PROBE, *args], env=env, cwd=cwd, capture_output=True, timeout=60)
+    return done.returncode, json.loads(done.stdout.decode().splitlines()[-1])
+
+
+def test_a_preloaded_module_runs_in_a_child_of_the_server_with_the_launcher_s_streams_env_folder_and_status(
+        server: prefork.PreforkServer, tmp_path: Path) -> None:
+    status, seen = _probe(server.launcher, ["7"], _env(server), tmp_path)
+    assert status == 7
+    assert seen["argv"] == ["7"] and seen["probe"] == "yes" and seen["cwd"] == str(tmp_path)
+    assert seen["ppid"] == server.process.pid  # forked by the server ...
+    assert seen["preloaded_in"] == server.process.pid  # ... which had imported the module already
+
+
+def test_anything_else_runs_in_a_fresh_interpreter(server: prefork.PreforkServer, tmp_path: Path) -> None:
+    """Not a listed module, a listed module the server did not preload (it refuses), no server: exec as before."""
+    other = subprocess.run([str(server.launcher), "-c", "import os, sys; print(os.getpid()); sys.exit(3)"],
+                           env=_env(server), capture_output=True, timeout=60)
+    assert other.returncode == 3 and other.stdout.strip()
+    for env in ({**_env(server), SOCKET_ENV: str(tmp_path / "none")}, {**_env(server), MODULES_ENV: ""}):
+        status, seen = _probe(server.launcher, ["5"], env, tmp_path)
+        assert status == 5
+        assert seen["preloaded_in"] is None and seen["ppid"] != server.process.pid
+    env = _env(server, f"{PROBE},json.tool")  # the launcher asks, the server (which preloaded only the probe) refuses
+    refused = subprocess.run([str(server.launcher), "-m", "json.tool"], input=b'{"a": 1}', env=env,
+                             capture_output=True, timeout=60)
+    assert refused.returncode == 0 and json.loads(refused.stdout) == {"a": 1}
+
+
+def test_a_stop_sent_to_the_launcher_reaches_the_child(server: prefork.PreforkServer, tmp_path: Path) -> None:
+    """Spark stops a worker by destroying its process (SIGTERM): the forked child stops too."""
+    launcher = subprocess.Popen([str(server.launcher), "-m", PROBE, "sleep"], env=_env(server), cwd=tmp_path,
+                                stdout=subprocess.PIPE)
+    assert launcher.stdout is not None
+    child = json.loads(launcher.stdout.readline())["pid"]
+    assert isinstance(child, int) and child != launcher.pid
+    launcher.send_signal(signal.SIGTERM)
+    assert launcher.wait(timeout=30) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the forked child {child} outlived its launcher")
+
+
+def test_the_server_exits_and_removes_its_folder_when_its_lifeline_closes() -> None:
+    server = prefork.spawn((PROBE,))
+    assert server is not None and server.socket_path.exists()
+    server.stop()
+    assert server.process.returncode == 0
+    assert not server.folder.exists()
