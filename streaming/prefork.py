@@ -156,7 +156,7 @@ def _run_child(conn: socket.socket, fds: list[int], request: dict[str, object]) 
             status = 0
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:  # noqa: BLE001: whatever the module raised, report it on its stderr and exit
+    except BaseException:  # whatever the module raised: reported on its stderr, the child exits 1
         traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):
@@ -187,31 +187,51 @@ def serve(path: str, lifeline: int, ready: int, modules: list[str], imports: lis
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the driver's whole group: the driver decides
+    _SERVER_PID[:] = [os.getpid()]
+    signal.signal(signal.SIGTERM, _stop)
     os.write(ready, b"1")
     os.close(ready)
     waiting: dict[int, socket.socket] = {}
-    while True:
-        readable, _, _ = select.select([listener.fileno(), lifeline, wake_r], [], [])
-        if lifeline in readable and not os.read(lifeline, 1):
-            break
-        if wake_r in readable:
-            os.read(wake_r, 4096)
-        if listener.fileno() in readable:
-            conn, _ = listener.accept()
-            _accept(conn, allowed, listener, waiting)
-        while waiting:
-            try:
-                pid, wait_status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
+    try:
+        while True:
+            readable, _, _ = select.select([listener.fileno(), lifeline, wake_r], [], [])
+            if lifeline in readable and not os.read(lifeline, 1):
                 break
-            if pid == 0:
-                break
-            done = waiting.pop(pid, None)
-            if done is not None:
-                _reply(done, {"status": _exit_status(wait_status)})
-                done.close()
-    listener.close()
-    shutil.rmtree(Path(path).parent, ignore_errors=True)
+            if wake_r in readable:
+                os.read(wake_r, 4096)
+            if listener.fileno() in readable:
+                conn, _ = listener.accept()
+                _accept(conn, allowed, listener, waiting)
+            _report_exits(waiting)
+    finally:
+        listener.close()
+        shutil.rmtree(Path(path).parent, ignore_errors=True)
+
+
+_SERVER_PID: list[int] = []
+
+
+def _stop(_signum: int, _frame: object) -> None:
+    """SIGTERM (``pubsub live`` stops a part through its process group): the server cleans up and exits; a child
+    caught between its fork and its own handlers just exits."""
+    if _SERVER_PID != [os.getpid()]:
+        os._exit(128 + signal.SIGTERM)
+    raise SystemExit(0)
+
+
+def _report_exits(waiting: dict[int, socket.socket]) -> None:
+    """Reap the children that ended and tell each one's launcher its exit status."""
+    while waiting:
+        try:
+            pid, wait_status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        done = waiting.pop(pid, None)
+        if done is not None:
+            _reply(done, {"status": _exit_status(wait_status)})
+            done.close()
 
 
 def _reply(conn: socket.socket, message: dict[str, object]) -> None:
@@ -252,6 +272,7 @@ def _accept(conn: socket.socket, allowed: set[str], listener: socket.socket,
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _run_child(conn, fds, request)
     for fd in fds:
         os.close(fd)

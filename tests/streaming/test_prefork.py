@@ -88,3 +88,13 @@ def test_the_server_exits_and_removes_its_folder_when_its_lifeline_closes() -> N
     server.stop()
     assert server.process.returncode == 0
     assert not server.folder.exists()
+
+
+def test_a_sigterm_to_the_server_also_removes_its_folder() -> None:
+    """``pubsub live`` stops a part with SIGTERM to its whole process group, the server included."""
+    server = prefork.spawn((PROBE,))
+    assert server is not None
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=30) == 0
+    assert not server.folder.exists()
+    server.stop()
