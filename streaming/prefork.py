@@ -6,7 +6,7 @@ of the job, 0.36 s each on a warm JVM here, most of it ``import pyspark`` (0.2-0
 executors' Python workers from a daemon that has pyspark imported; this does the same for the pre-init worker.
 The driver starts the server (``start``) before Spark's JVM, and workers are started through a launcher
 (``streaming/prefork_launcher.py``) that hands ``-m`` of a preloaded module to the server and runs anything else
-in a fresh interpreter, as before. The pre-init then takes 0.11-0.13 s (docs/benchmarks.md, "Session 15").
+in a fresh interpreter, as before. The pre-init then takes 0.06-0.07 s (docs/benchmarks.md, "Session 15").
 
 Local masters only: on a cluster the executors would need the launcher's path too. ``PUBSUB_PREFORK=0`` turns it
 off. The server exits when the driver does (its lifeline pipe closes) and takes its folder with it.
@@ -39,13 +39,13 @@ __all__ = ["PREINIT_IMPORTS", "PREINIT_MODULE", "PreforkServer", "running", "spa
 PREINIT_MODULE = "pyspark.sql.streaming.transform_with_state_driver_worker"
 PREINIT_IMPORTS = ("pyspark.sql.streaming.proto.StateMessage_pb2", "streaming.processors", "encodings.idna")
 """What the pre-init worker imports beyond its module (its state protocol, our processors to unpickle, the host
-name codec): 0.28 -> 0.16 s from its start to its exit with these preloaded too."""
+name codec): the pre-init took 0.17-0.20 s forked with its module alone, 0.06-0.07 s with these too."""
 ENABLE_ENV = "PUBSUB_PREFORK"
 LAUNCHER_SOURCE = Path(__file__).with_name("prefork_launcher.py")
 READY_TIMEOUT_SECONDS = 30.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class PreforkServer:
     """A running server: its process, socket, launcher (the Python executable to give Spark) and folder."""
 
@@ -54,13 +54,14 @@ class PreforkServer:
     launcher: Path
     folder: Path
     lifeline: int
+    stopped: bool = False
 
     def stop(self) -> None:
-        """Close the lifeline (the server exits and removes its folder) and wait for it."""
-        try:
-            os.close(self.lifeline)
-        except OSError:
-            return  # already stopped
+        """Close the lifeline (the server exits and removes its folder) and wait for it; once."""
+        if self.stopped:
+            return
+        self.stopped = True
+        os.close(self.lifeline)
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -85,9 +86,10 @@ def write_launcher(folder: Path, python: str = sys.executable) -> Path:
     return launcher
 
 
-def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = ()) -> PreforkServer | None:
-    """A new server that runs ``modules`` (``-m``) with them and ``imports`` preloaded, in its own private folder,
-    once it listens; None if it did not come up."""
+def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = (), wait: bool = True) -> PreforkServer | None:
+    """A new server that runs ``modules`` (``-m``) with them and ``imports`` preloaded, in its own private folder;
+    with ``wait``, once it listens (None if it did not come up), else at once (until it listens, launchers start
+    fresh interpreters)."""
     folder = Path(tempfile.mkdtemp(prefix="pubsub-prefork-"))  # 0700: only this user reaches the socket
     path = folder / "socket"
     launcher = write_launcher(folder)
@@ -101,6 +103,9 @@ def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = ()) -> PreforkSer
     os.close(lifeline_r)
     os.close(ready_w)
     server = PreforkServer(process, path, launcher, folder, lifeline_w)
+    if not wait:
+        os.close(ready_r)
+        return server
     ready, _, _ = select.select([ready_r], [], [], READY_TIMEOUT_SECONDS)
     came_up = bool(ready) and os.read(ready_r, 1) == b"1"
     os.close(ready_r)
@@ -112,13 +117,13 @@ def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = ()) -> PreforkSer
 
 def start(modules: tuple[str, ...] = (PREINIT_MODULE,), imports: tuple[str, ...] = PREINIT_IMPORTS
           ) -> PreforkServer | None:
-    """This process's server (started once) with the launcher's environment pointed at it; None when turned off
-    (``PUBSUB_PREFORK=0``) or when it did not come up (then workers start as before)."""
+    """This process's server (started once, not waited for: it imports while Spark's JVM starts) with the
+    launcher's environment pointed at it; None when turned off (``PUBSUB_PREFORK=0``)."""
     if _RUNNING:
         return _RUNNING[0]
     if os.environ.get(ENABLE_ENV, "1") == "0":
         return None
-    server = spawn(modules, imports)
+    server = spawn(modules, imports, wait=False)
     if server is None:
         return None
     os.environ[SOCKET_ENV] = str(server.socket_path)
@@ -179,20 +184,23 @@ def serve(path: str, lifeline: int, ready: int, modules: list[str], imports: lis
         importlib.import_module(module)
     allowed = set(modules)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    os.chmod(path, 0o600)
-    listener.listen(64)
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the driver's whole group: the driver decides
-    _SERVER_PID[:] = [os.getpid()]
-    signal.signal(signal.SIGTERM, _stop)
-    os.write(ready, b"1")
-    os.close(ready)
     waiting: dict[int, socket.socket] = {}
     try:
+        _SERVER_PID[:] = [os.getpid()]
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the driver's whole group: the driver decides
+        listener.bind(path)
+        os.chmod(path, 0o600)
+        listener.listen(64)
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+        try:
+            os.write(ready, b"1")
+        except BrokenPipeError:
+            pass  # nobody waits (``start``)
+        os.close(ready)
         while True:
             readable, _, _ = select.select([listener.fileno(), lifeline, wake_r], [], [])
             if lifeline in readable and not os.read(lifeline, 1):
