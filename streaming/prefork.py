@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -34,7 +35,8 @@ from pathlib import Path
 from streaming.paths import REPO_ROOT
 from streaming.prefork_launcher import MODULES_ENV, SOCKET_ENV, STREAM_FDS
 
-__all__ = ["PREINIT_IMPORTS", "PREINIT_MODULE", "PreforkServer", "running", "spawn", "start", "write_launcher"]
+__all__ = ["PREINIT_IMPORTS", "PREINIT_MODULE", "PreforkServer", "remove_stale_folders", "running", "spawn", "start",
+           "write_launcher"]
 
 PREINIT_MODULE = "pyspark.sql.streaming.transform_with_state_driver_worker"
 PREINIT_IMPORTS = ("pyspark.sql.streaming.proto.StateMessage_pb2", "streaming.processors", "encodings.idna")
@@ -43,6 +45,10 @@ name codec): the pre-init took 0.17-0.20 s forked with its module alone, 0.06-0.
 ENABLE_ENV = "PUBSUB_PREFORK"
 LAUNCHER_SOURCE = Path(__file__).with_name("prefork_launcher.py")
 READY_TIMEOUT_SECONDS = 30.0
+FOLDER_PREFIX = "pubsub-prefork-"
+STALE_SECONDS = 60.0
+"""A server's folder this old whose socket no one answers is left by a server killed with SIGKILL (a job's whole
+process group, as the restart tests and ``pubsub chaos`` do): ``start`` removes it."""
 
 
 @dataclass
@@ -86,11 +92,12 @@ def write_launcher(folder: Path, python: str = sys.executable) -> Path:
     return launcher
 
 
-def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = (), wait: bool = True) -> PreforkServer | None:
-    """A new server that runs ``modules`` (``-m``) with them and ``imports`` preloaded, in its own private folder;
-    with ``wait``, once it listens (None if it did not come up), else at once (until it listens, launchers start
-    fresh interpreters)."""
-    folder = Path(tempfile.mkdtemp(prefix="pubsub-prefork-"))  # 0700: only this user reaches the socket
+def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = (), wait: bool = True,
+          parent: Path | None = None) -> PreforkServer | None:
+    """A new server that runs ``modules`` (``-m``) with them and ``imports`` preloaded, in its own private folder
+    (in ``parent``, by default the temporary folder); with ``wait``, once it listens (None if it did not come up),
+    else at once (until it listens, launchers start fresh interpreters)."""
+    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=parent))  # 0700: only this user reaches the socket
     path = folder / "socket"
     launcher = write_launcher(folder)
     lifeline_r, lifeline_w = os.pipe()
@@ -123,6 +130,7 @@ def start(modules: tuple[str, ...] = (PREINIT_MODULE,), imports: tuple[str, ...]
         return _RUNNING[0]
     if os.environ.get(ENABLE_ENV, "1") == "0":
         return None
+    remove_stale_folders(Path(tempfile.gettempdir()))
     server = spawn(modules, imports, wait=False)
     if server is None:
         return None
@@ -131,6 +139,30 @@ def start(modules: tuple[str, ...] = (PREINIT_MODULE,), imports: tuple[str, ...]
     _RUNNING.append(server)
     atexit.register(server.stop)
     return server
+
+
+def remove_stale_folders(parent: Path, now: float | None = None) -> list[Path]:
+    """Remove this user's server folders in ``parent`` older than ``STALE_SECONDS`` whose socket refuses a
+    connection (their server is gone); the folders removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for folder in parent.glob(f"{FOLDER_PREFIX}*"):
+        try:
+            info = folder.stat()
+        except OSError:
+            continue
+        if info.st_uid != os.getuid() or now - info.st_mtime < STALE_SECONDS:
+            continue
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(folder / "socket"))
+            continue  # a live server
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+        finally:
+            probe.close()
+    return removed
 
 
 # ------------------------------------------------------------------------------------------------- the server

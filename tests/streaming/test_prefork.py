@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,3 +100,27 @@ def test_a_sigterm_to_the_server_also_removes_its_folder() -> None:
     assert server.process.wait(timeout=30) == 0
     assert not server.folder.exists()
     server.stop()
+
+
+def test_a_folder_left_by_a_killed_server_is_removed_and_a_live_one_kept() -> None:
+    """A job's process group SIGKILLed leaves its server's folder; the next start removes it, not a live one's,
+    nor one too young to have its socket yet."""
+    parent = Path(tempfile.mkdtemp(prefix="pf-"))  # short: a Unix socket's path has at most 107 bytes
+    live = prefork.spawn((PROBE,), parent=parent)
+    killed = prefork.spawn((PROBE,), parent=parent)
+    assert live is not None and killed is not None
+    try:
+        killed.process.kill()
+        killed.process.wait(timeout=30)
+        young = parent / f"{prefork.FOLDER_PREFIX}young"
+        young.mkdir()
+        assert prefork.remove_stale_folders(parent) == []  # nothing old enough yet
+        later = time.time() + prefork.STALE_SECONDS + 1
+        removed = prefork.remove_stale_folders(parent, now=later)
+        assert killed.folder in removed and not killed.folder.exists()
+        assert live.folder.exists() and live.folder not in removed
+        assert young in removed  # an old folder without a socket: its server never came up
+    finally:
+        live.stop()
+        killed.stop()
+        shutil.rmtree(parent, ignore_errors=True)
