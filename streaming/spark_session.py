@@ -23,7 +23,7 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
   needs; the ``chmod`` stays (Hadoop sets a file's mode through a process when its native library is absent).
 - with a local master, workers start through the pre-init fork server's launcher (``streaming.prefork``): the
   driver-side Python process Spark starts at each transformWithState query start is forked with pyspark already
-  imported instead of importing it afresh (0.36 -> 0.12 s, twice per available-now run).
+  imported instead of importing it afresh (0.36 -> 0.06-0.07 s, twice per available-now run).
 - SPARK_HOME is a folder of links to the pyspark package's bin/, jars/ and sbin/ without its python/lib/ zips
   (``worker_spark_home``), so Python workers import pyspark compiled from site-packages, not from source in a zip.
 """
