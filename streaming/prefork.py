@@ -96,8 +96,12 @@ def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = (), wait: bool = 
           parent: Path | None = None) -> PreforkServer | None:
     """A new server that runs ``modules`` (``-m``) with them and ``imports`` preloaded, in its own private folder
     (in ``parent``, by default the temporary folder); with ``wait``, once it listens (None if it did not come up),
-    else at once (until it listens, launchers start fresh interpreters)."""
+    else at once (until it listens, launchers start fresh interpreters); None on a file system mounted ``noexec``,
+    where the launcher could not run."""
     folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=parent))  # 0700: only this user reaches the socket
+    if os.statvfs(folder).f_flag & os.ST_NOEXEC:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
     path = folder / "socket"
     launcher = write_launcher(folder)
     lifeline_r, lifeline_w = os.pipe()

@@ -124,3 +124,16 @@ def test_a_folder_left_by_a_killed_server_is_removed_and_a_live_one_kept() -> No
         live.stop()
         killed.stop()
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_no_server_on_a_file_system_mounted_noexec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launcher there could not run (Spark would start no Python at all): workers start as before."""
+    from types import SimpleNamespace
+
+    parent = Path(tempfile.mkdtemp(prefix="pf-"))
+    monkeypatch.setattr(prefork.os, "statvfs", lambda _path: SimpleNamespace(f_flag=os.ST_NOEXEC))
+    try:
+        assert prefork.spawn((PROBE,), parent=parent) is None
+        assert list(parent.iterdir()) == []
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
