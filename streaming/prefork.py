@@ -170,7 +170,30 @@ def remove_stale_folders(parent: Path, now: float | None = None) -> list[Path]:
 
 
 # ------------------------------------------------------------------------------------------------- the server
-def _run_child(conn: socket.socket, fds: list[int], request: dict[str, object]) -> None:
+@dataclass(frozen=True)
+class Request:
+    """What a launcher asks for: run ``module`` with ``args`` in ``cwd`` with ``env``."""
+
+    module: str
+    args: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Request:
+        """Parse a launcher's request line; ``ValueError`` if it is not one."""
+        body = json.loads(data)
+        if not isinstance(body, dict):
+            raise ValueError("a request is a JSON object")
+        module, args, env, cwd = body.get("module"), body.get("args"), body.get("env"), body.get("cwd")
+        if not (isinstance(module, str) and isinstance(args, list) and all(isinstance(a, str) for a in args)
+                and isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+                and isinstance(cwd, str)):
+            raise ValueError("a request has a module, string arguments, a string environment and a folder")
+        return cls(module, tuple(args), env, cwd)
+
+
+def _run_child(conn: socket.socket, fds: list[int], request: Request) -> None:
     """In the forked child: take the launcher's streams, environment, folder and arguments, run the module as
     ``__main__``, exit with its status (never returns)."""
     status = 1
@@ -179,21 +202,17 @@ def _run_child(conn: socket.socket, fds: list[int], request: dict[str, object]) 
         for target, fd in zip(STREAM_FDS, fds, strict=True):
             os.dup2(fd, target)
             os.close(fd)
-        env = request["env"]
-        assert isinstance(env, dict)
         os.environ.clear()
-        os.environ.update({str(k): str(v) for k, v in env.items()})
+        os.environ.update(request.env)
         for entry in reversed(os.environ.get("PYTHONPATH", "").split(os.pathsep)):
             if entry and entry not in sys.path:
                 sys.path.insert(0, entry)
-        os.chdir(str(request["cwd"]))
-        module, args = str(request["module"]), request["args"]
-        assert isinstance(args, list)
-        sys.argv = [module, *map(str, args)]
+        os.chdir(request.cwd)
+        sys.argv = [request.module, *request.args]
         # runpy warns that the module is already in sys.modules: it is, preloaded, and runs again as __main__
         warnings.filterwarnings("ignore", category=RuntimeWarning, module="runpy")
         try:
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
+            runpy.run_module(request.module, run_name="__main__", alter_sys=True)
             status = 0
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -297,8 +316,8 @@ def _accept(conn: socket.socket, allowed: set[str], listener: socket.socket,
             if not more:
                 raise ValueError("request cut short")
             data += more
-        request = json.loads(data)
-        if request.get("module") not in allowed or len(fds) != len(STREAM_FDS):
+        request = Request.from_json(data)
+        if request.module not in allowed or len(fds) != len(STREAM_FDS):
             raise ValueError("not a preloaded module")
     except (OSError, ValueError):
         for fd in fds:

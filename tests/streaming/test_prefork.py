@@ -137,3 +137,17 @@ def test_no_server_on_a_file_system_mounted_noexec(monkeypatch: pytest.MonkeyPat
         assert list(parent.iterdir()) == []
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_a_malformed_request_is_refused_and_the_server_serves_on(server: prefork.PreforkServer, tmp_path: Path) -> None:
+    import socket
+
+    for garbage in (b"not json\n", b"[1, 2]\n", b'{"module": 7}\n', b""):
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(str(server.socket_path))
+        socket.send_fds(conn, [garbage or b"\n"], [0, 1, 2])
+        conn.shutdown(socket.SHUT_WR)
+        assert json.loads(conn.makefile("rb").readline()) == {"refused": True}
+        conn.close()
+    status, seen = _probe(server.launcher, ["4"], _env(server), tmp_path)
+    assert status == 4 and seen["ppid"] == server.process.pid
