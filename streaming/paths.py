@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "jvm_lib_dir", "runtime_dir"]
+__all__ = ["REPO_ROOT", "jvm_lib_dir", "repo_python_path", "runtime_dir"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 """The project checkout (streaming/ sits directly under it)."""
@@ -22,3 +22,9 @@ def runtime_dir() -> Path:
 def jvm_lib_dir(name: str) -> Path:
     """A folder of jars fetched by `make setup` from jvm/pom.xml: "kafka" (broker) or "spark-kafka" (connector)."""
     return REPO_ROOT / "jvm" / "lib" / name
+
+
+def repo_python_path() -> str:
+    """$PYTHONPATH with the checkout first (once): what the Python processes the job starts import the project by."""
+    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return os.pathsep.join(dict.fromkeys(paths))

@@ -32,7 +32,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from streaming.paths import REPO_ROOT
+from streaming.paths import repo_python_path
 from streaming.prefork_launcher import MODULES_ENV, SOCKET_ENV, STREAM_FDS
 
 __all__ = ["PREINIT_IMPORTS", "PREINIT_MODULE", "PreforkServer", "remove_stale_folders", "running", "spawn", "start",
@@ -106,7 +106,7 @@ def spawn(modules: tuple[str, ...], imports: tuple[str, ...] = (), wait: bool = 
     launcher = write_launcher(folder)
     lifeline_r, lifeline_w = os.pipe()
     ready_r, ready_w = os.pipe()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": repo_python_path()}
     process = subprocess.Popen(
         [sys.executable, "-m", "streaming.prefork", str(path), str(lifeline_r), str(ready_w), ",".join(modules),
          ",".join(imports)],

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.errors import JarsMissingError
-from streaming.paths import REPO_ROOT, jvm_lib_dir, runtime_dir
+from streaming.paths import REPO_ROOT, jvm_lib_dir, repo_python_path, runtime_dir
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
 
 if TYPE_CHECKING:
@@ -116,8 +116,7 @@ def prepare_environment(python: str = sys.executable) -> None:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = python
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    os.environ["PYTHONPATH"] = repo_python_path()
 
 
 def worker_python(settings: Settings) -> str:
