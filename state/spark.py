@@ -10,6 +10,12 @@ starts as one page and is split into ``default_pages`` pages once that page pass
 small, and a batch that touches a few of their keys then costs one call to read and one to write them instead of
 one per page touched. A namespace stored before keeps its page count (the directory records none for it).
 
+With ``bundle_bytes`` as well, one-page namespaces are packed together: each lives in a bundle, one MapState
+value of up to that many bytes holding several namespaces' encoded pages, and the directory records which. A
+stage whose batches touch most of its many small namespaces (Stage S: a cache, key and reference namespace per
+publisher followed) then reads and writes a few bundles instead of a page per namespace, the same bytes in a
+fraction of the calls. A namespace kept on its own page before bundles moves into one when it is next written.
+
 This module does not import pyspark. The stateful processor (streaming/) declares the MapState in its init():
 
     pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
@@ -44,7 +50,11 @@ PAGE_KEY_SCHEMA = "namespace string, page int"
 PAGE_VALUE_SCHEMA = "data binary"
 DIRECTORY_KEY = ("pubsub.directory", -1)
 """Where ``page_directory`` keeps the list of stored pages (no namespace has page -1). Each entry's value is the
-namespace's page count as a u32, or empty for ``default_pages`` (all a directory written before it holds)."""
+namespace's page count as a u32, or empty for ``default_pages`` (all a directory written before it holds); a
+namespace in a bundle is listed with page ``BUNDLED_PAGE`` and its bundle's number as a u32."""
+BUNDLE_NAMESPACE = "pubsub.bundle"
+"""Bundle ``n`` is stored under (BUNDLE_NAMESPACE, -1 - n): a negative page, which no namespace's page is."""
+BUNDLED_PAGE = 0xFFFFFFFF
 
 _LEN = struct.Struct(">I")
 
@@ -117,17 +127,23 @@ class SparkStateBackend:
         defer_writes: bool = False,
         page_directory: bool = False,
         single_page_bytes: int | None = None,
+        bundle_bytes: int | None = None,
     ):
         """``defer_writes`` keeps changed pages in memory until ``flush()``: a stage that commits once per
         input record then still writes each page once per micro-batch (Spark commits the batch atomically).
         ``page_directory`` keeps the list of stored pages in one MapState entry, read once per instance, so a
         page that does not exist costs no call (many small namespaces otherwise miss on most of their pages).
         ``single_page_bytes`` (needs the directory): a namespace not in ``pages`` starts as one page and is split
-        into ``default_pages`` once its page would be written larger than this."""
+        into ``default_pages`` once its page would be written larger than this.
+        ``bundle_bytes`` (needs ``single_page_bytes``): a one-page namespace, once written, lives in a bundle of
+        up to this many bytes (bigger only if one namespace alone is). Any backend with the directory reads and
+        keeps bundled namespaces; this only decides where new ones go."""
         if default_pages < 1 or any(count < 1 for count in (pages or {}).values()):
             raise ValueError("a namespace needs at least one page")
         if single_page_bytes is not None and not page_directory:
             raise ValueError("single_page_bytes needs the page directory (it records each namespace's page count)")
+        if bundle_bytes is not None and single_page_bytes is None:
+            raise ValueError("bundle_bytes needs single_page_bytes (only one-page namespaces are bundled)")
         self._state = pages_state
         self._pages = dict(pages or {})
         self._default_pages = default_pages
@@ -141,6 +157,13 @@ class SparkStateBackend:
         self._counts: dict[str, int] = {}
         """Page counts of the namespaces the directory records or this instance has decided (adaptive mode)."""
         self._page_memo: dict[str, dict[bytes, int]] = {}
+        self._bundle_bytes = bundle_bytes
+        self._bundle_of: dict[str, int] = {}
+        """The bundle of each bundled namespace (from the directory, then as this instance places them)."""
+        self._bundles: dict[int, dict[str, bytes | None]] = {}
+        """Loaded bundles: each member's encoded page, None where the cached page is newer (encoded on write)."""
+        self._stored_bundles: set[int] = set()
+        """The bundles the store holds (one per number the directory names)."""
         self.stats = BackendStats()
         self.jvm_calls = 0
         """MapState calls made (the cost that matters on Spark)."""
@@ -194,9 +217,14 @@ class SparkStateBackend:
             entries = decode_page(data, DIRECTORY_KEY[0], DIRECTORY_KEY[1]) if data else {}
             self._directory = set()
             for raw, count in entries.items():
-                namespace = raw[:-4].decode()
-                self._directory.add((namespace, int.from_bytes(raw[-4:], "big")))
+                namespace, page = raw[:-4].decode(), int.from_bytes(raw[-4:], "big")
+                if page == BUNDLED_PAGE:
+                    self._bundle_of[namespace] = _LEN.unpack(count)[0]
+                    self._counts[namespace] = 1
+                    continue
+                self._directory.add((namespace, page))
                 self._counts.setdefault(namespace, _LEN.unpack(count)[0] if count else self._default_pages)
+            self._stored_bundles = set(self._bundle_of.values())
         return self._directory
 
     def _load(self, namespace: str, page: int) -> dict[bytes, bytes]:
@@ -207,9 +235,15 @@ class SparkStateBackend:
         return cached
 
     def _fetch(self, namespace: str, page: int) -> dict[bytes, bytes]:
-        """A page from MapState (no call if the directory says it does not exist)."""
-        if self._use_directory and (namespace, page) not in self._stored_pages():
-            return {}
+        """A page from MapState or from its bundle (no call if the directory says it does not exist)."""
+        if self._use_directory:
+            directory = self._stored_pages()  # also learns which namespaces are bundled
+            bundle = self._bundle_of.get(namespace)
+            if bundle is not None:
+                data = self._bundle(bundle).get(namespace)
+                return decode_page(data, namespace, page) if data else {}
+            if (namespace, page) not in directory:
+                return {}
         self.jvm_calls += 1
         stored = self._state.getValue((namespace, page))
         data = bytes(stored[0]) if stored is not None and stored[0] is not None else b""
@@ -291,7 +325,10 @@ class SparkStateBackend:
     def _store(self, touched: set[tuple[str, int]]) -> None:
         directory = self._stored_pages() if self._use_directory else None
         before = None if directory is None else set(directory)
+        bundled_before = dict(self._bundle_of)
         split = self._split_if_large(touched)
+        if directory is not None:
+            touched = self._store_bundled(touched, split, directory)
         for namespace, page in sorted(touched):
             stored = self._load(namespace, page)
             if stored:
@@ -306,13 +343,119 @@ class SparkStateBackend:
                 self._state.removeKey((namespace, page))
                 if directory is not None:
                     directory.discard((namespace, page))
-        if directory is not None and (split or directory != before):  # a split namespace changed its page count
+        # A split namespace changed its page count, a bundled one may have moved.
+        if directory is not None and (split or directory != before or self._bundle_of != bundled_before):
             self.jvm_calls += 1
-            if directory:
+            if directory or self._bundle_of:
                 entries = {ns.encode() + page.to_bytes(4, "big"): self._count_entry(ns) for ns, page in directory}
+                entries.update((ns.encode() + BUNDLED_PAGE.to_bytes(4, "big"), _LEN.pack(bundle))
+                               for ns, bundle in self._bundle_of.items())
                 self._state.updateValue(DIRECTORY_KEY, (encode_page(entries),))
             else:
                 self._state.removeKey(DIRECTORY_KEY)
+
+    # -- bundles ---------------------------------------------------------------------------------
+    def _bundle(self, number: int) -> dict[str, bytes | None]:
+        """Bundle ``number``'s members (loaded on first use: one call)."""
+        members = self._bundles.get(number)
+        if members is None:
+            members = self._bundles[number] = {}
+            if number in self._stored_bundles:
+                self.jvm_calls += 1
+                stored = self._state.getValue((BUNDLE_NAMESPACE, -1 - number))
+                data = bytes(stored[0]) if stored is not None and stored[0] is not None else b""
+                self.stats.bytes_read += len(data)
+                raw = decode_page(data, BUNDLE_NAMESPACE, -1 - number) if data else {}
+                members.update((name.decode(), page) for name, page in raw.items())
+        return members
+
+    def _member_size(self, namespace: str, data: bytes | None) -> int:
+        """A member's share of its bundle's encoding: its name, its page and their two lengths."""
+        page = len(data) if data is not None else _encoded_size(self._load(namespace, 0))
+        return 2 * _LEN.size + len(namespace.encode()) + page
+
+    def _bundle_size(self, number: int) -> int:
+        return _LEN.size + sum(self._member_size(ns, data) for ns, data in self._bundle(number).items())
+
+    def _bundle_with_room(self, size: int, avoid: int | None = None) -> int:
+        """The newest bundle if ``size`` more bytes fit in it (and it is not ``avoid``), else a new one."""
+        numbers = set(self._bundle_of.values()) | self._stored_bundles | set(self._bundles)
+        newest = max(numbers, default=-1)
+        limit = self._bundle_bytes or 0
+        if newest >= 0 and newest != avoid and self._bundle_size(newest) + size <= limit:
+            return newest
+        return newest + 1
+
+    def _store_bundled(self, touched: set[tuple[str, int]], split: set[str],
+                       directory: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Write the bundles of the touched one-page namespaces (placing new ones, moving one kept on its own page
+        before bundles into one, splitting a full bundle); returns the pages still to write on their own."""
+        own_pages: set[tuple[str, int]] = set()
+        changed: set[int] = set()
+        for namespace, page in sorted(touched):
+            bundle = self._bundle_of.get(namespace)
+            if namespace in split and bundle is not None:  # outgrew its bundle: on its own pages now
+                self._bundle(bundle).pop(namespace, None)
+                del self._bundle_of[namespace]
+                changed.add(bundle)
+            bundling = (self._bundle_bytes is not None and namespace not in self._pages
+                        and self.page_count(namespace) == 1)
+            if namespace in split or (bundle is None and not bundling):
+                own_pages.add((namespace, page))
+                continue
+            entries = self._load(namespace, 0)
+            if bundle is None:
+                if (namespace, 0) in directory:  # kept on its own page before bundles: moves into one
+                    self.jvm_calls += 1
+                    self._state.removeKey((namespace, 0))
+                    directory.discard((namespace, 0))
+                if not entries:
+                    continue
+                bundle = self._bundle_of[namespace] = self._bundle_with_room(self._member_size(namespace, None))
+            members = self._bundle(bundle)
+            if entries:
+                members[namespace] = None
+            else:
+                members.pop(namespace, None)
+                del self._bundle_of[namespace]
+            changed.add(bundle)
+        pending = sorted(changed) if self._bundle_bytes is not None else []  # others keep bundles as they are
+        while pending:
+            number = pending.pop(0)
+            members = self._bundle(number)
+            while len(members) > 1 and self._bundle_size(number) > (self._bundle_bytes or 0):
+                namespace = max(members)  # the last by name moves to the newest bundle with room, or a new one
+                data = members.pop(namespace)
+                target = self._bundle_with_room(self._member_size(namespace, data), avoid=number)
+                self._bundle(target)[namespace] = data
+                self._bundle_of[namespace] = target
+                if target not in pending:
+                    pending.append(target)
+                changed.add(target)
+        for number in sorted(changed):
+            self._write_bundle(number)
+        return own_pages
+
+    def _write_bundle(self, number: int) -> None:
+        """Bundle ``number`` back to MapState (one call), or removed once it has no member."""
+        members = self._bundle(number)
+        key = (BUNDLE_NAMESPACE, -1 - number)
+        if not members:
+            if number in self._stored_bundles:
+                self.jvm_calls += 1
+                self._state.removeKey(key)
+                self._stored_bundles.discard(number)
+            return
+        encoded: dict[bytes, bytes] = {}
+        for namespace, page in members.items():
+            if page is None:
+                page = members[namespace] = encode_page(self._load(namespace, 0))
+            encoded[namespace.encode()] = page
+        data = encode_page(encoded)
+        self.stats.bytes_written += len(data)
+        self.jvm_calls += 1
+        self._state.updateValue(key, (data,))
+        self._stored_bundles.add(number)
 
     def _count_entry(self, namespace: str) -> bytes:
         """The directory's value for a page of ``namespace``: its page count, empty for ``default_pages``."""

@@ -63,10 +63,17 @@ per batch, at 0.35-0.46 ms each in the job, while 16 KiB more in one value moves
 calls at the tens of MB/s state/spark.py quotes."""
 
 
+BUNDLE_BYTES = 64 * 1024
+"""One-page namespaces are packed into bundles of up to this many bytes (``state.spark``): Stage S's batches touch
+nearly all of a subscriber's 60-odd small namespaces (a cache, key and reference namespace per publisher followed),
+which cost two calls each per batch on their own pages."""
+
+
 def page_backend(pages: Any) -> SparkStateBackend:
-    """The operators' state backend over a grouping key's pages MapState (deferred writes, page directory)."""
+    """The operators' state backend over a grouping key's pages MapState (deferred writes, page directory, small
+    namespaces bundled)."""
     return SparkStateBackend(pages, default_pages=NAMESPACE_PAGES, defer_writes=True, page_directory=True,
-                             single_page_bytes=SINGLE_PAGE_BYTES)
+                             single_page_bytes=SINGLE_PAGE_BYTES, bundle_bytes=BUNDLE_BYTES)
 
 MAX_RECORD_BYTES = 15 * 1024 * 1024
 """An output record above this is replaced by a ``RecordTooLarge`` rejection (topics allow 16 MiB)."""

@@ -1,5 +1,5 @@
 """One contract suite for every state backend: memory, and the Spark page backend over a dict-backed MapState
-(paged, with the page directory, with deferred writes). tests/integration/test_spark_state_backend.py runs the
+(paged, with the page directory, with deferred writes, small namespaces bundled). tests/integration/test_spark_state_backend.py runs the
 Spark backend inside a real transformWithState."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from state import MemoryBackend, StateBackend, StateTransaction, TransactionClosedError
 from state.interface import Changes
-from state.spark import SparkStateBackend
+from state.spark import SparkStateBackend, decode_page
 
 
 class DictMapState:
@@ -40,6 +40,8 @@ BACKENDS: dict[str, Callable[[], StateBackend]] = {
                                                 page_directory=True),
     "spark-adaptive": lambda: SparkStateBackend(DictMapState(), default_pages=16, page_directory=True,
                                                 single_page_bytes=64),
+    "spark-bundled": lambda: SparkStateBackend(DictMapState(), default_pages=16, page_directory=True,
+                                               single_page_bytes=64, bundle_bytes=200),
 }
 
 
@@ -285,3 +287,131 @@ def test_the_split_rule_measures_a_page_as_it_is_encoded(entries: dict[bytes, by
     from state.spark import _encoded_size, encode_page
 
     assert _encoded_size(entries) == len(encode_page(entries))
+
+
+def _bundled(mapstate: DictMapState, limit: int = 200, bundle: int = 600) -> SparkStateBackend:
+    return SparkStateBackend(mapstate, default_pages=16, defer_writes=True, page_directory=True,
+                             single_page_bytes=limit, bundle_bytes=bundle)
+
+
+def _bundle_keys(mapstate: DictMapState) -> list[tuple[object, ...]]:
+    return sorted(key for key in mapstate.entries if key[0] == "pubsub.bundle")
+
+
+def _read_all(backend: SparkStateBackend, namespaces: list[str]) -> dict[str, dict[bytes, bytes]]:
+    txn = StateTransaction(backend)
+    return {namespace: txn.items(namespace) for namespace in namespaces}
+
+
+def test_small_namespaces_share_a_bundle_read_and_written_with_one_call_each() -> None:
+    mapstate = DictMapState()
+    written = {f"ns{n}": {bytes([n, k]): b"v" for k in range(3)} for n in range(8)}  # 8 x 45 bytes: one bundle
+    backend = _bundled(mapstate)
+    txn = StateTransaction(backend)
+    for namespace, entries in written.items():
+        for key, value in entries.items():
+            txn.put(namespace, key, value)
+    txn.commit()
+    backend.flush()
+    assert _bundle_keys(mapstate) == [("pubsub.bundle", -1)]
+    assert all(key[0] in ("pubsub.bundle", "pubsub.directory") for key in mapstate.entries)
+    mapstate.calls = 0
+    assert _read_all(_bundled(mapstate), list(written)) == written
+    assert mapstate.calls == 2  # the directory, the bundle
+    fixed_reader = SparkStateBackend(mapstate, default_pages=16, page_directory=True)
+    assert _read_all(fixed_reader, list(written)) == written  # any reader with the directory agrees
+
+
+def test_a_full_bundle_moves_members_to_another_and_every_bundle_stays_within_its_size() -> None:
+    mapstate = DictMapState()
+    written: dict[str, dict[bytes, bytes]] = {}
+    for round_ in range(6):  # namespaces grow a little each batch, new ones appear
+        backend = _bundled(mapstate, bundle=300)
+        txn = StateTransaction(backend)
+        for n in range(round_ + 4):
+            key, value = bytes([round_]), bytes([n]) * 10
+            txn.put(f"ns{n}", key, value)
+            written.setdefault(f"ns{n}", {})[key] = value
+        txn.commit()
+        backend.flush()
+    bundles = _bundle_keys(mapstate)
+    assert len(bundles) > 1
+    for key in bundles:
+        data = mapstate.entries[key][0]
+        assert isinstance(data, bytes)
+        assert len(data) <= 300 or len(decode_page(data)) == 1
+    assert _read_all(_bundled(mapstate), list(written)) == written
+
+
+def test_a_bundled_namespace_that_outgrows_its_page_leaves_the_bundle_for_its_own_pages() -> None:
+    mapstate = DictMapState()
+    _write(_bundled(mapstate), "small", {b"k": b"v"})
+    _write(_bundled(mapstate), "grown", {b"a": b"1"})
+    grown = {n.to_bytes(2, "big"): b"x" * 20 for n in range(40)}  # about 1 KB: past the 200-byte page limit
+    _write(_bundled(mapstate), "grown", grown)
+    pages = {key[1] for key in mapstate.entries if key[0] == "grown"}
+    assert len(pages) > 1 and pages <= set(range(16))
+    (bundle,) = _bundle_keys(mapstate)
+    members = decode_page(mapstate.entries[bundle][0])  # type: ignore[arg-type]
+    assert set(members) == {b"small"}
+    assert _read_all(_bundled(mapstate), ["small", "grown"]) == {"small": {b"k": b"v"}, "grown": {b"a": b"1", **grown}}
+
+
+def test_a_one_page_namespace_stored_before_bundles_moves_into_one_when_written() -> None:
+    mapstate = DictMapState()
+    _write(_adaptive(mapstate), "moved", {b"k": b"v"})
+    _write(_adaptive(mapstate), "kept", {b"k": b"v"})
+    assert ("moved", 0) in mapstate.entries and ("kept", 0) in mapstate.entries
+    _write(_bundled(mapstate), "moved", {b"k2": b"v2"})
+    assert ("moved", 0) not in mapstate.entries and ("kept", 0) in mapstate.entries
+    assert len(_bundle_keys(mapstate)) == 1
+    assert _read_all(_bundled(mapstate), ["moved", "kept"]) == {"moved": {b"k": b"v", b"k2": b"v2"},
+                                                               "kept": {b"k": b"v"}}
+
+
+def test_a_backend_without_bundles_keeps_bundled_namespaces_in_their_bundle() -> None:
+    mapstate = DictMapState()
+    backend = _bundled(mapstate)
+    for n in range(3):
+        _write(backend, f"ns{n}", {b"k": b"v"})
+    _write(_adaptive(mapstate), "ns1", {b"k": b"changed"})
+    _write(_adaptive(mapstate), "new", {b"k": b"v"})
+    assert _bundle_keys(mapstate) == [("pubsub.bundle", -1)] and ("new", 0) in mapstate.entries
+    assert _read_all(_bundled(mapstate), ["ns0", "ns1", "ns2", "new"]) == {
+        "ns0": {b"k": b"v"}, "ns1": {b"k": b"changed"}, "ns2": {b"k": b"v"}, "new": {b"k": b"v"}}
+
+
+def test_a_bundle_emptied_leaves_the_store_and_the_directory() -> None:
+    mapstate = DictMapState()
+    _write(_bundled(mapstate), "a", {b"k": b"v"})
+    _write(_bundled(mapstate), "b", {b"k": b"v"})
+    backend = _bundled(mapstate)
+    txn = StateTransaction(backend)
+    txn.delete("a", b"k")
+    txn.commit()
+    backend.flush()
+    assert _read_all(_bundled(mapstate), ["a", "b"]) == {"a": {}, "b": {b"k": b"v"}}
+    backend = _bundled(mapstate)
+    txn = StateTransaction(backend)
+    txn.delete("b", b"k")
+    txn.commit()
+    backend.flush()
+    assert mapstate.entries == {}
+
+
+def test_the_same_writes_lay_out_the_same_bytes() -> None:
+    stores = [DictMapState(), DictMapState()]
+    for mapstate in stores:
+        for round_ in range(5):
+            backend = _bundled(mapstate, bundle=250)
+            txn = StateTransaction(backend)
+            for n in reversed(range(round_ + 3)):
+                txn.put(f"ns{n}", bytes([round_]), bytes([n]) * (5 + n))
+            txn.commit()
+            backend.flush()
+    assert stores[0].entries == stores[1].entries
+
+
+def test_bundle_bytes_needs_single_page_bytes() -> None:
+    with pytest.raises(ValueError, match="single_page_bytes"):
+        SparkStateBackend(DictMapState(), default_pages=16, page_directory=True, bundle_bytes=100)
