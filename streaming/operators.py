@@ -56,17 +56,17 @@ __all__ = [
 NAMESPACE_PAGES = 16
 """Pages of a large state namespace: a batch loads and writes only the pages it touches (one MapState call each)."""
 
-SINGLE_PAGE_BYTES = 16 * 1024
-"""A namespace stays one page until its page would pass this (then it is split into ``NAMESPACE_PAGES``): most
-namespaces hold a few entries, which 16 pages spread over up to 16 MapState calls to read and as many to write
-per batch, at 0.35-0.46 ms each in the job, while 16 KiB more in one value moves in about as long as one or two
-calls at the tens of MB/s state/spark.py quotes."""
-
+SINGLE_PAGE_BYTES = 64 * 1024
+"""A namespace stays one page until its page would pass this (then it is split into ``NAMESPACE_PAGES``). Measured
+in the job's session (benchmarks/mapstate_bench.py, docs/benchmarks.md): a read costs 0.31 ms + 57 MB/s, a write
+0.19 ms + 190 MB/s, so a page of 64 KiB read and written back costs 2 ms where 16 pages cost 8 ms in calls alone
+once a batch touches them all (Stage S's relay mirror, about 33 KB a subscriber on the issue-11 log, does), and a
+batch that touches one key of it pays at most 1.5 ms more than with 16 pages."""
 
 BUNDLE_BYTES = 64 * 1024
 """One-page namespaces are packed into bundles of up to this many bytes (``state.spark``): Stage S's batches touch
 nearly all of a subscriber's 60-odd small namespaces (a cache, key and reference namespace per publisher followed),
-which cost two calls each per batch on their own pages."""
+which cost two calls each per batch on their own pages, 0.5 ms at the rates above; a 64 KiB bundle costs 2 ms."""
 
 
 def page_backend(pages: Any) -> SparkStateBackend:
@@ -74,6 +74,7 @@ def page_backend(pages: Any) -> SparkStateBackend:
     namespaces bundled)."""
     return SparkStateBackend(pages, default_pages=NAMESPACE_PAGES, defer_writes=True, page_directory=True,
                              single_page_bytes=SINGLE_PAGE_BYTES, bundle_bytes=BUNDLE_BYTES)
+
 
 MAX_RECORD_BYTES = 15 * 1024 * 1024
 """An output record above this is replaced by a ``RecordTooLarge`` rejection (topics allow 16 MiB)."""
