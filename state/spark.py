@@ -3,7 +3,8 @@
 Every MapState call is a round trip to the JVM (a read 0.31 ms, a write 0.19 ms in the job's session), while a
 large value moves at 57 MB/s read and 190 MB/s written (benchmarks/mapstate_bench.py). So a namespace is stored
 as `pages` values (default 1) under the MapState key (namespace, page), each holding the page's entries in one
-deterministic encoding. A read or write touches each needed page once per backend instance: a micro-batch of protocol work for one grouping key costs a few calls per namespace, whatever the entry count.
+deterministic encoding. A read or write touches each needed page once per backend instance: a micro-batch of
+protocol work for one grouping key costs a few calls per namespace, whatever the entry count.
 
 With ``single_page_bytes`` (and the page directory, which records each namespace's page count), a new namespace
 starts as one page and is split into ``default_pages`` pages once that page passes the size: most namespaces are
