@@ -449,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.pipeline_bench import machine
 
     facts = machine()  # before Spark starts: its load_average_start is this run's
-    load_start = os.getloadavg()
+    load_start = facts["load_average_start"]
     console.print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}")
     timings = run_all(chosen, args.warmup + args.runs, args.rewrites)
     load_end = os.getloadavg()
@@ -469,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
 
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    results = {"machine": facts, "load_average_start": load_start, "load_average_end": load_end,
+    results = {"machine": facts, "load_average_end": load_end,
                "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                "patterns": [dataclasses.asdict(p) for p in chosen],
                "fits": {op: [dataclasses.asdict(f) for f in fits(counted, chosen, op)] for op in ("get", "update")},

@@ -380,8 +380,7 @@ class SparkStateBackend:
 
     def _bundle_with_room(self, size: int, avoid: int | None = None) -> int:
         """The newest bundle if ``size`` more bytes fit in it (and it is not ``avoid``), else a new one."""
-        numbers = set(self._bundle_of.values()) | self._stored_bundles | set(self._bundles)
-        newest = max(numbers, default=-1)
+        newest = max(self._stored_bundles.union(self._bundles), default=-1)  # every bundle a namespace is in
         limit = self._bundle_bytes or 0
         if newest >= 0 and newest != avoid and self._bundle_size(newest) + size <= limit:
             return newest
