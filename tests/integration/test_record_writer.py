@@ -94,3 +94,15 @@ def test_a_worker_keeps_one_writer_per_configuration(kafka_settings: Settings) -
         assert record_writer({**config, "client.id": "other"}) is not record_writer(config)
     finally:
         module._WRITERS.clear()  # no producer outlives the test's broker
+
+
+def test_flush_sends_at_once_whatever_the_linger(kafka_settings: Settings) -> None:
+    """The writer's linger lets records share a request while a task writes; its ``flush`` at the end of the task
+    must not wait it out (librdkafka ignores linger during a flush), or every batch would last a linger longer.
+    With a 2-minute linger, a 10-second flush still finds every record delivered and readable."""
+    name = _topic(kafka_settings, 2)
+    writer = RecordWriter({**writer_config(kafka_settings), "linger.ms": str(120_000)})
+    records = [(name, f"k{i}".encode(), b"v", f"id/{i}".encode()) for i in range(50)]
+    writer.write(records)
+    assert writer._producer.flush(10.0) == 0  # noqa: SLF001 - one bounded wait, not the loop
+    assert sorted(r.header(ID_HEADER) for r in read_topic(kafka_settings, name)) == sorted(r[3] for r in records)
