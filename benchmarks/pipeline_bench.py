@@ -1,6 +1,6 @@
 """Pipeline benchmark: the Spark job beside the one-process simulator, on the same logs in the same run.
 
-Run from the repository root (2 to 4 minutes on 2 cores, depending on what else runs):
+Run from the repository root (4 to 7 minutes on 2 cores, depending on what else runs):
 
     .venv/bin/python -m benchmarks.pipeline_bench                 # prints the section
     .venv/bin/python -m benchmarks.pipeline_bench --update-docs   # also writes benchmarks/results/pipeline.json,
@@ -15,7 +15,9 @@ What it measures, per log (examples/busy.jsonl and a seeded workload of more tha
    lines in the same process just before. Every job run is checked record for record against the simulator
    (``check_outputs``), so a fast wrong answer cannot pass. Spark's own start-up is measured apart: the JVM and
    session (``build_spark``), then a first job run on the 7-line examples/minimal.jsonl (first queries, Python
-   workers, state stores), and a second one at the end (the fixed cost of any run on a warm JVM).
+   workers, state stores), and a second one at the end (the fixed cost of any run on a warm JVM). Then each log
+   ``--runs`` times available-now and live, each run beside its own simulator run, after ``--warmup`` such pairs
+   shown apart (the JVM still compiling the job's code: its JIT seconds per pair are in the table).
 2. MapState calls per batch per stage. The same log replayed through ``relay_rows`` and ``subscriber_rows``
    with the job's backend (``streaming.operators.page_backend``) over a
    dict-backed MapState that counts getValue / updateValue / removeKey and the bytes they move. The input is cut
