@@ -97,8 +97,9 @@ REPLAY_KEY = b"b" * 32
 LIVE_TRIGGER_SECONDS = 0.5
 """The live job's trigger interval in the benchmark: the one `pubsub demo --live` runs with."""
 WARMUP_PAIRS = 2
-"""Pairs per log run before the measured ones: after the first available-now run and two pairs Spark's JVM has
-settled (its JIT compile time per live run on the issue-11 log 2.4 -> 1.4 -> 0.7 -> 0.6 s, session 17)."""
+"""Pairs per log run before the measured ones. After the first available-now run and two pairs Spark's JVM has
+settled: on the issue-11 log its compile time was 2.4-2.5 s in the first live run, 1.0-1.4 s in the second and
+0.6-0.8 s a run after (``jstat -compiler``, session 17)."""
 LIVE_READY_SECONDS = 60.0
 """How long the live run waits for both queries' first (empty) batch before it produces the log anyway."""
 
