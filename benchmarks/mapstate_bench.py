@@ -145,6 +145,10 @@ class Fit:
         """The value size whose bytes take as long to move as one call's fixed cost."""
         return self.fixed_seconds * self.bytes_per_second
 
+    def seconds(self, calls: float, total_bytes: float) -> float:
+        """What ``calls`` calls moving ``total_bytes`` in all cost at this fit."""
+        return calls * self.fixed_seconds + total_bytes / self.bytes_per_second
+
 
 def patterns(calls: int, call_bytes: int, sizes_kib: Sequence[int], total_mib: int, min_values: int) -> list[Pattern]:
     """The calls pattern, then one pattern per size, smallest first."""
@@ -295,6 +299,16 @@ def fit_line(points: Sequence[tuple[int, float]]) -> Fit:
     sxy = sum(w * size * seconds for w, (size, seconds) in zip(weights, points))
     slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx)
     return Fit((sy - slope * sx) / sw, 1 / slope if slope > 0 else float("inf"))
+
+
+def median_fits(path: Path = RESULTS) -> dict[str, Fit] | None:
+    """Per op (``get``, ``update``), the median fixed cost and rate over the runs of a results file this benchmark
+    wrote; None if there is none."""
+    if not path.exists():
+        return None
+    found = json.loads(path.read_text())["fits"]
+    return {op: Fit(statistics.median(f["fixed_seconds"] for f in found[op]),
+                    statistics.median(f["bytes_per_second"] for f in found[op])) for op in ("get", "update")}
 
 
 def fits(timings: Sequence[Timing], chosen: Sequence[Pattern], op: str) -> list[Fit]:

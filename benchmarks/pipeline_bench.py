@@ -45,13 +45,16 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from producers.workload import WorkloadSpec, generate
 from streaming.settings import JIT_MODES, Settings
+
+if TYPE_CHECKING:
+    from benchmarks.mapstate_bench import Fit
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "benchmarks" / "results" / "pipeline.md"
@@ -1041,25 +1044,11 @@ of its proof that the subscriber's previous view did not.
     return "".join(parts)
 
 
-MAPSTATE_RESULTS = ROOT / "benchmarks" / "results" / "mapstate.json"
-
-
-def mapstate_costs(path: Path = MAPSTATE_RESULTS) -> dict[str, tuple[float, float]] | None:
-    """The MapState benchmark's median (fixed seconds per call, bytes per second) for ``get`` and ``update``, or
-    None if it has not run here."""
-    if not path.exists():
-        return None
-    fits = json.loads(path.read_text())["fits"]
-    return {op: (statistics.median(f["fixed_seconds"] for f in fits[op]),
-                 statistics.median(f["bytes_per_second"] for f in fits[op])) for op in ("get", "update")}
-
-
-def state_seconds(stage: dict[str, Any], costs: dict[str, tuple[float, float]]) -> float:
+def state_seconds(stage: dict[str, Any], costs: dict[str, Fit]) -> float:
     """What a replayed stage's MapState calls cost per batch (its means) at the measured per-call costs."""
-    get, update = costs["get"], costs["update"]
-    return (stage["get"]["mean"] * get[0] + stage["bytes_read"]["mean"] / get[1]
-            + (stage["update"]["mean"] + stage["remove"]["mean"]) * update[0]
-            + stage["bytes_written"]["mean"] / update[1])
+    return (costs["get"].seconds(stage["get"]["mean"], stage["bytes_read"]["mean"])
+            + costs["update"].seconds(stage["update"]["mean"] + stage["remove"]["mean"],
+                                      stage["bytes_written"]["mean"]))
 
 
 def reading(results: dict[str, Any]) -> str:
@@ -1111,7 +1100,9 @@ def reading(results: dict[str, Any]) -> str:
             "The operator functions themselves (the replay in one batch, outside Spark, CPU time) account for "
             + " and ".join(parts) + "; the rest is the writing to Kafka and Spark's side (Kafka source, the "
             "transfer to the Python worker, state store commits, MapState round trips), not separated further here.\n")
-    costs = mapstate_costs()
+    from benchmarks.mapstate_bench import median_fits
+
+    costs = median_fits()
     calls = []
     for n, e in logs.items():
         r0, r7 = e["replay"][0], e["replay"][-1]
@@ -1124,9 +1115,9 @@ def reading(results: dict[str, Any]) -> str:
             f"{r0['subscribers']['calls_per_row']:.1f} to {r7['subscribers']['calls_per_row']:.1f} (S) as batches "
             f"shrink to {r7['max_offsets_per_trigger'] or 'unlimited'} offsets")
     measured = ("not measured on this machine (run `benchmarks.mapstate_bench`)" if costs is None else
-                f"`benchmarks.mapstate_bench`'s median: a read {costs['get'][0] * 1000:.2f} ms + "
-                f"{costs['get'][1] / 1e6:.0f} MB/s, a write {costs['update'][0] * 1000:.2f} ms + "
-                f"{costs['update'][1] / 1e6:.0f} MB/s")
+                f"`benchmarks.mapstate_bench`'s median: a read {costs['get'].fixed_seconds * 1000:.2f} ms + "
+                f"{costs['get'].bytes_per_second / 1e6:.0f} MB/s, a write {costs['update'].fixed_seconds * 1000:.2f} "
+                f"ms + {costs['update'].bytes_per_second / 1e6:.0f} MB/s")
     lines.append(
         f"- MapState (a call's cost as {measured}): " + "; ".join(calls) + ". Every batch loads and writes back "
         "the pages it touches, so small batches pay the same pages again; the small namespaces (a subscriber's "
