@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from pubsub_core.envelope import SignatureCheck, verify_signature
 from pubsub_core.stages import (
     OutputRecord,
     RelayStage,
@@ -37,6 +38,7 @@ from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 from state import StateBackend
 from state.spark import SparkStateBackend
 from streaming.seam import SeamRecordError, decode_view, encode_view
+from streaming.signatures_ahead import signatures_ahead
 
 __all__ = [
     "BatchSummary",
@@ -142,10 +144,11 @@ def _feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
 
 
 def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
-                 seam_key: bytes) -> Iterator[list[OutRow]]:
+                 seam_key: bytes, check_signature: SignatureCheck = verify_signature) -> Iterator[list[OutRow]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's seam records (or at
-    ``CHUNK_ROWS``), so a block's views are written while Stage R works on the next block."""
-    stage = RelayStage(realm, config, backend)
+    ``CHUNK_ROWS``), so a block's views are written while Stage R works on the next block. ``check_signature``
+    answers as ``verify_signature`` does (``streaming.signatures_ahead``)."""
+    stage = RelayStage(realm, config, backend, check_signature)
     out: list[OutRow] = []
     for row in sorted(rows, key=_feed_order):
         parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
@@ -165,9 +168,9 @@ def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, co
 
 
 def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
-               seam_key: bytes) -> list[OutRow]:
+               seam_key: bytes, check_signature: SignatureCheck = verify_signature) -> list[OutRow]:
     """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
-    return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key) for row in chunk]
+    return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key, check_signature) for row in chunk]
 
 
 def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutRow:
@@ -287,9 +290,13 @@ def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBacken
 def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig, seam_key: bytes,
                  writer: Writer) -> Iterator[Any]:
     """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState), its records to
-    ``writer``: the batch's summary."""
+    ``writer``, its signature checks made ahead on another core for a large batch (``streaming.signatures_ahead``):
+    the batch's summary."""
     backend = page_backend(pages)
-    yield from _frames("relay", relay_chunks(realm, _kafka_rows(frames), backend, config, seam_key), backend, writer)
+    rows = sorted(_kafka_rows(frames), key=_feed_order)
+    with signatures_ahead(rows, realm) as check_signature:
+        chunks = relay_chunks(realm, rows, backend, config, seam_key, check_signature)
+        yield from _frames("relay", chunks, backend, writer)
 
 
 def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,

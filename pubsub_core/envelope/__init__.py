@@ -14,7 +14,7 @@ from pubsub_core.envelope.admission import (
     error_reason,
     penalty,
 )
-from pubsub_core.envelope.envelope import SIGNING_DOMAIN, Envelope, Signer, Topic, verify_signature
+from pubsub_core.envelope.envelope import SIGNING_DOMAIN, Envelope, SignatureCheck, Signer, Topic, verify_signature
 from pubsub_core.envelope.errors import EnvelopeDecodeError, EnvelopeError, InvalidOrigin
 from pubsub_core.envelope.keys import KeyRegistry, Origin, OriginKind
 
@@ -33,6 +33,7 @@ __all__ = [
     "RateCounter",
     "Reason",
     "SIGNING_DOMAIN",
+    "SignatureCheck",
     "Signer",
     "Topic",
     "Unauthenticated",

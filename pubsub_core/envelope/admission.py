@@ -25,7 +25,7 @@ from enum import Enum
 from state import StateTransaction
 
 from pubsub_core.codec.scale import encode_bytes, encode_u64
-from pubsub_core.envelope.envelope import Envelope, verify_signature
+from pubsub_core.envelope.envelope import Envelope, SignatureCheck, verify_signature
 from pubsub_core.envelope.errors import EnvelopeDecodeError, EnvelopeError, InvalidOrigin
 from pubsub_core.envelope.keys import KeyRegistry, Origin
 from pubsub_core.errors import PubSubError
@@ -164,16 +164,17 @@ class Unauthenticated(EnvelopeError):
         return self.reason.value
 
 
-def authenticate(registry: KeyRegistry, realm: str, stream: str, origin_key: str, raw: bytes) -> Authenticated:
-    """Admission's stateless steps, in order: decode (``Malformed``), signature (``BadSignature``), the signed
-    topic is (realm, stream, origin) and the sender may sign for the origin (``NotMember``). Raises
-    ``Unauthenticated``; never anything else, whatever the bytes."""
+def authenticate(registry: KeyRegistry, realm: str, stream: str, origin_key: str, raw: bytes,
+                 check_signature: SignatureCheck = verify_signature) -> Authenticated:
+    """Admission's stateless steps, in order: decode (``Malformed``), signature (``BadSignature``, by
+    ``check_signature``), the signed topic is (realm, stream, origin) and the sender may sign for the origin
+    (``NotMember``). Raises ``Unauthenticated``; never anything else, whatever the bytes."""
     try:
         envelope = Envelope.decode(raw)
         origin = Origin.parse(stream, origin_key)
     except (EnvelopeDecodeError, InvalidOrigin) as exc:
         raise Unauthenticated(Reason.MALFORMED, str(exc)) from exc
-    if not verify_signature(envelope):
+    if not check_signature(envelope):
         raise Unauthenticated(Reason.BAD_SIGNATURE, "ed25519 verification failed", envelope)
     topic = envelope.topic
     if (topic.realm, topic.stream, topic.origin) != (realm, stream, origin_key):
@@ -222,17 +223,20 @@ def error_reason(error: PubSubError) -> str:
 
 
 class Admission:
-    """Admits records of one realm against a key registry."""
+    """Admits records of one realm against a key registry; ``check_signature`` answers as ``verify_signature``
+    does (the default)."""
 
-    def __init__(self, registry: KeyRegistry, config: AdmissionConfig | None = None) -> None:
+    def __init__(self, registry: KeyRegistry, config: AdmissionConfig | None = None,
+                 check_signature: SignatureCheck = verify_signature) -> None:
         self.registry = registry
         self.config = config or AdmissionConfig()
+        self.check_signature = check_signature
         self._authenticated: dict[tuple[str, str, bytes], Authenticated] = {}
 
     def authenticate(self, stream: str, origin_key: str, raw: bytes) -> Authenticated:
         """``authenticate`` against this realm and registry, remembering the success for the ``admit`` call
         that will see the same bytes when a block includes them. Raises ``Unauthenticated``."""
-        authenticated = authenticate(self.registry, self.config.realm, stream, origin_key, raw)
+        authenticated = authenticate(self.registry, self.config.realm, stream, origin_key, raw, self.check_signature)
         if len(self._authenticated) >= _MEMO_LIMIT:
             del self._authenticated[next(iter(self._authenticated))]
         self._authenticated[(stream, origin_key, blake2_256(raw))] = authenticated
@@ -245,7 +249,8 @@ class Admission:
         REJECT at steps 4 to 6 with ``rate.block`` set, the origin's penalty."""
         remembered = self._authenticated.pop((stream, origin_key, blake2_256(raw)), None)
         try:
-            passed = remembered or authenticate(self.registry, self.config.realm, stream, origin_key, raw)
+            passed = remembered or authenticate(self.registry, self.config.realm, stream, origin_key, raw,
+                                                self.check_signature)
         except Unauthenticated as exc:
             return AdmissionResult(Verdict.REJECT, exc.reason.value, exc.detail, exc.envelope, exc.origin)
         envelope, origin = passed.envelope, passed.origin

@@ -7,6 +7,7 @@ every field before the signature, so an envelope cannot be replayed into another
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nacl.exceptions import CryptoError
@@ -16,7 +17,7 @@ from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_u64
 from pubsub_core.envelope.errors import EnvelopeDecodeError
 
-__all__ = ["Envelope", "SIGNING_DOMAIN", "Signer", "Topic", "verify_ed25519", "verify_signature"]
+__all__ = ["Envelope", "SIGNING_DOMAIN", "SignatureCheck", "Signer", "Topic", "verify_ed25519", "verify_signature"]
 
 SIGNING_DOMAIN = b"rfc0160/envelope/v1"
 MAX_TOPIC_PART = 256
@@ -110,6 +111,11 @@ class Envelope:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise EnvelopeDecodeError(f"bad JSON envelope: {exc}", repr(body).encode(), 0) from exc
+
+
+SignatureCheck = Callable[[Envelope], bool]
+"""What admission asks of an envelope's signature: ``verify_signature``, or anything that answers exactly as it
+does (the job's Stage R answers from checks made ahead on another core: ``streaming.signatures_ahead``)."""
 
 
 def verify_signature(envelope: Envelope) -> bool:

@@ -27,7 +27,7 @@ from pubsub_core.broadcaster.events import BroadcasterEvent, DataPublished
 from pubsub_core.broadcaster.pallet import CHILD_NAMESPACE, Broadcaster, split_child_data_key
 from pubsub_core.codec.scale import encode_u32
 from pubsub_core.envelope.admission import Admission, AdmissionConfig, RateCounter, Verdict, error_reason
-from pubsub_core.envelope.envelope import Envelope
+from pubsub_core.envelope.envelope import Envelope, SignatureCheck, verify_signature
 from pubsub_core.envelope.keys import KeyRegistry, Origin, OriginKind
 from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
@@ -205,7 +205,8 @@ def relay_tries(txn: StateTransaction) -> RelayTries:
 class RelayMachine:
     """Applies relay blocks to a state backend; pure apart from the backend it is given."""
 
-    def __init__(self, config: RelayConfig | None = None, router_factory: Callable[[], MessageRouter] | None = None) -> None:
+    def __init__(self, config: RelayConfig | None = None, router_factory: Callable[[], MessageRouter] | None = None,
+                 check_signature: SignatureCheck = verify_signature) -> None:
         self.config = config or RelayConfig()
         self.broadcaster = Broadcaster(self.config.broadcaster)
         self.barriers = BarrierChain(
@@ -215,7 +216,7 @@ class RelayMachine:
             ]
         )
         self.executor = XcmExecutor(self.barriers, self.broadcaster, self.config.executor)
-        self.admission = Admission(self.config.registry, self.config.admission)
+        self.admission = Admission(self.config.registry, self.config.admission, check_signature)
         self.router_factory = router_factory or _seed_003_router
 
     # -- genesis ---------------------------------------------------------------------------------

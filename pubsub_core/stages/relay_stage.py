@@ -22,7 +22,7 @@ from typing import Final
 from state import MemoryBackend, StateBackend, StateTransaction
 
 from pubsub_core.codec.memo import DecodeMemo
-from pubsub_core.envelope import Unauthenticated
+from pubsub_core.envelope import SignatureCheck, Unauthenticated, verify_signature
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
@@ -78,10 +78,14 @@ class RelayStage:
     waiting for records, subscriptions). A new stage over the same backend therefore carries on where the last
     one stopped."""
 
-    def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None) -> None:
+    def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None,
+                 check_signature: SignatureCheck = verify_signature) -> None:
         self.realm = realm
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
+        self.check_signature = check_signature
+        """How admission checks a signature: ``verify_signature``, or what answers as it does (the job's checks
+        made ahead on another core, ``streaming.signatures_ahead``)."""
         self._machine: RelayMachine | None = None
         self._awaited: str | None = None
         """The record the first waiting block misses, None when unknown. Until it arrives no other record can
@@ -185,7 +189,7 @@ class RelayStage:
     def _make(self, genesis: GenesisRecord) -> RelayMachine:
         router = self.config.router
         return RelayMachine(self.config.relay_config(self.realm, genesis.registry),
-                            router_factory=lambda: RelayRouter(router))
+                            router_factory=lambda: RelayRouter(router), check_signature=self.check_signature)
 
     def _start(self, book: _Book, genesis: GenesisRecord) -> RelayMachine:
         """Create the realm's block machine (with the real router), write its genesis state and remember it."""
