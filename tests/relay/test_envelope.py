@@ -236,22 +236,27 @@ def test_authenticate_is_admissions_stateless_steps(raw: bytes, origin: str, rea
     assert passed.envelope == Envelope.decode(GOOD) and passed.origin == Origin.parse("upward", "2000")
 
 
-@pytest.mark.pure_python
-def test_a_record_authenticated_on_arrival_is_not_verified_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pubsub_core.envelope.admission as module
-
+def test_a_record_authenticated_on_arrival_is_not_verified_again() -> None:
     calls: list[Envelope] = []
 
     def counting(envelope: Envelope) -> bool:
         calls.append(envelope)
         return verify_signature(envelope)
 
-    monkeypatch.setattr(module, "verify_signature", counting)
-    admission = Admission(REGISTRY)
+    admission = Admission(REGISTRY, check_signature=counting)
     admission.authenticate("upward", "2000", GOOD)
     assert admit(GOOD, admission) == (Verdict.ACCEPT, None)
     assert len(calls) == 1
     assert admit(GOOD, admission)[0] is Verdict.ACCEPT and len(calls) == 2  # remembered once, then verified
+
+
+def test_admission_answers_as_its_signature_check_does() -> None:
+    """The check admission is given decides ``BadSignature``: a check that refuses everything refuses a good
+    envelope, and one that accepts everything still leaves the other checks to refuse a wrong topic."""
+    assert admit(GOOD, Admission(REGISTRY, check_signature=lambda envelope: False)) == (Verdict.REJECT, "BadSignature")
+    with pytest.raises(Unauthenticated) as refused:
+        authenticate(REGISTRY, "polkadot", "horizontal", "2000", GOOD, check_signature=lambda envelope: True)
+    assert refused.value.reason_code == "NotMember"
 
 
 @pytest.mark.parametrize("body", [
