@@ -45,6 +45,7 @@ __all__ = [
     "KafkaRow",
     "OutRow",
     "Writer",
+    "feed_order",
     "page_backend",
     "relay_chunks",
     "relay_frames",
@@ -131,7 +132,7 @@ CHUNK_ROWS = 4096
 """A chunk of output ends after a relay block's views (so Stage S can start on them), or at this many rows."""
 
 
-def _feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
+def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
     """A batch's rows topic by topic, each in offset order: the genesis first, blocks last (``INPUTS``' order).
 
     How topics interleave does not change Stage R's outputs (tests/simulator/test_examples.py), only its work: a
@@ -150,7 +151,7 @@ def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, co
     answers as ``verify_signature`` does (``streaming.signatures_ahead``)."""
     stage = RelayStage(realm, config, backend, check_signature)
     out: list[OutRow] = []
-    for row in sorted(rows, key=_feed_order):
+    for row in sorted(rows, key=feed_order):
         parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
         if isinstance(parsed, OutputRecord):
             out.append(_out(parsed))
@@ -293,7 +294,7 @@ def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: Simulato
     ``writer``, its signature checks made ahead on another core for a large batch (``streaming.signatures_ahead``):
     the batch's summary."""
     backend = page_backend(pages)
-    rows = sorted(_kafka_rows(frames), key=_feed_order)
+    rows = sorted(_kafka_rows(frames), key=feed_order)
     with signatures_ahead(rows, realm) as check_signature:
         chunks = relay_chunks(realm, rows, backend, config, seam_key, check_signature)
         yield from _frames("relay", chunks, backend, writer)

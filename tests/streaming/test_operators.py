@@ -273,13 +273,13 @@ def test_a_stage_writes_every_record_before_it_hands_spark_the_summary() -> None
 def test_stage_r_takes_a_batch_s_genesis_first_and_its_blocks_last() -> None:
     """Any topic order gives the same outputs; this one spares work: nothing is held for a genesis that is
     in the same batch, and a block finds the records of the batch already buffered."""
-    from streaming.operators import _feed_order
+    from streaming.operators import feed_order
 
     names = ["blocks", "upward", "genesis", "extrinsics", "horizontal"]
     rows = [KafkaRow(f"polkadot.{name}", partition, offset, None, b"")
             for name in names for partition in (1, 0) for offset in (5, 2)]
     random.Random(7).shuffle(rows)
-    ordered = sorted(rows, key=_feed_order)
+    ordered = sorted(rows, key=feed_order)
     assert [row.topic.rpartition(".")[2] for row in ordered][::4] == [
         "genesis", "upward", "horizontal", "extrinsics", "blocks"]
     assert [(row.partition, row.offset) for row in ordered[:4]] == [(0, 2), (0, 5), (1, 2), (1, 5)]
