@@ -146,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results JSON (default {RESULTS})")
     args = parser.parse_args(argv)
     console = Console()
+    if not hasattr(os, "sched_setaffinity"):
+        parser.error("runs a process on a chosen number of cores: needs os.sched_setaffinity (Linux)")
     if max(args.cores) > len(os.sched_getaffinity(0)):
         parser.error(f"this process may run on {len(os.sched_getaffinity(0))} cores")
     results = run(args.log, args.cores, args.rounds, console)

@@ -31,7 +31,7 @@ from pubsub_core.stages import LogRecord, ingest_record
 if TYPE_CHECKING:
     from streaming.operators import KafkaRow
 
-__all__ = ["ENV", "MIN_ROWS", "SignaturesAhead", "enabled", "envelope_digest", "signatures_ahead"]
+__all__ = ["ENV", "MIN_ROWS", "SignaturesAhead", "enabled", "envelope_digest", "signatures_ahead", "usable_cores"]
 
 ENV = "PUBSUB_SIGNATURES_AHEAD"
 """``0`` turns the helper off (every signature is then verified in Stage R's own process)."""
@@ -48,8 +48,15 @@ only cost system calls."""
 
 
 def enabled() -> bool:
-    """Whether checks may be made ahead: not turned off, and this process may run on two cores or more."""
-    return os.environ.get(ENV, "1") != "0" and len(os.sched_getaffinity(0)) >= 2
+    """Whether checks may be made ahead: not turned off, the system can fork, and this process may run on two
+    cores or more."""
+    return os.environ.get(ENV, "1") != "0" and hasattr(os, "fork") and usable_cores() >= 2
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the system has one, as on Linux; else all)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def envelope_digest(envelope: Envelope) -> bytes:

@@ -137,6 +137,11 @@ def test_small_batches_one_core_and_the_switch_verify_in_place(rows: list[KafkaR
     monkeypatch.delenv(ahead.ENV)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert next(_check_for(rows)) is verify_signature
+    monkeypatch.delattr(os, "sched_getaffinity")  # as on macOS: all the machine's cores
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert ahead.usable_cores() == 1 and next(_check_for(rows)) is verify_signature
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert ahead.usable_cores() == 8 and ahead.enabled()
 
 
 def test_a_digest_names_one_signed_envelope(rows: list[KafkaRow]) -> None:
