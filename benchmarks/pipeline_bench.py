@@ -498,25 +498,35 @@ def _summ(values: Sequence[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values) if values else 0.0, "max": float(max(values)) if values else 0.0}
 
 
-def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) -> dict[str, Any]:
-    """The log through relay_rows / subscriber_rows over counting MapStates, cut as maxOffsetsPerTrigger=limit."""
+def kafka_rows(lines: Sequence[bytes]) -> tuple[list[Any], Counter[str]]:
+    """The log's lines as the Kafka records `pubsub produce` writes (``streaming.operators.KafkaRow``s, partition
+    0, at their offsets), and the output lines of those it refuses."""
     from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
-    from state.spark import SparkStateBackend
-    from streaming.operators import KafkaRow, page_backend, relay_rows, subscriber_rows
+    from streaming.operators import KafkaRow
 
-    config = SimulatorConfig()
-    router = LineRouter(config.default_realm)
+    router = LineRouter(SimulatorConfig().default_realm)
     rows: list[KafkaRow] = []
-    out_lines: Counter[str] = Counter()
+    refused: Counter[str] = Counter()
     for line in lines:
         if not line.strip():
             continue
         routed = router.route(line.decode())
         if isinstance(routed, OutputRecord):
-            out_lines[routed.to_line()] += 1
+            refused[routed.to_line()] += 1
             continue
         record, offset = routed
         rows.append(KafkaRow(record.topic, 0, offset, record.key, record.value))
+    return rows, refused
+
+
+def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) -> dict[str, Any]:
+    """The log through relay_rows / subscriber_rows over counting MapStates, cut as maxOffsetsPerTrigger=limit."""
+    from pubsub_core.stages import SimulatorConfig
+    from state.spark import SparkStateBackend
+    from streaming.operators import KafkaRow, page_backend, relay_rows, subscriber_rows
+
+    config = SimulatorConfig()
+    rows, out_lines = kafka_rows(lines)
 
     def line_of(row: Any) -> str:
         return json.dumps({"id": row.id.decode(), "key": row.key.decode(), "topic": row.topic,

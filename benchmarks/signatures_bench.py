@@ -19,7 +19,6 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-from benchmarks.pipeline_bench import REPLAY_KEY, CountingMapState, load_logs
-from pubsub_core.envelope import SignatureCheck
-from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
+from benchmarks.pipeline_bench import REPLAY_KEY, CountingMapState, kafka_rows, load_logs
+from pubsub_core.stages import SimulatorConfig
 from streaming import signatures_ahead as ahead
 from streaming.operators import KafkaRow, OutRow, feed_order, page_backend, relay_rows
 
@@ -49,51 +47,31 @@ class Round:
 
 
 def log_rows(name: str) -> list[KafkaRow]:
-    """A benchmark log's input records as Stage R takes them (routed as `pubsub produce` does, in feed order)."""
-    config = SimulatorConfig()
-    router = LineRouter(config.default_realm)
-    rows = []
-    for line in load_logs([name])[0][2]:
-        if not line.strip():
-            continue
-        routed = router.route(line.decode())
-        if not isinstance(routed, OutputRecord):
-            record, offset = routed
-            rows.append(KafkaRow(record.topic, 0, offset, record.key, record.value))
+    """A benchmark log's input records as Stage R takes them (as `pubsub produce` writes them, in feed order)."""
+    rows, _ = kafka_rows(load_logs([name])[0][2])
     return sorted(rows, key=feed_order)
 
 
-class _Forced(AbstractContextManager[SignatureCheck]):
-    """A helper whatever the batch's size and the cores (the arm "ahead"), keeping it to count what it sent."""
-
-    def __init__(self, rows: Sequence[KafkaRow], realm: str) -> None:
-        self.helper = ahead.SignaturesAhead.start(rows, realm)
-
-    def __enter__(self) -> SignatureCheck:
-        if self.helper is None:
-            raise RuntimeError("the helper could not be forked")
-        return self.helper.check
-
-    def __exit__(self, *exc: object) -> None:
-        if self.helper is not None:
-            self.helper.close()
-
-
 def one_round(rows: Sequence[KafkaRow], cores: int, arm: str) -> tuple[Round, list[OutRow]]:
-    """Stage R over ``rows`` as one batch, its signatures checked as ``arm`` says."""
+    """Stage R over ``rows`` as one batch, its signatures checked as ``arm`` says ("ahead": a helper whatever the
+    batch's size and the cores, its fork timed with the batch)."""
     config = SimulatorConfig()
     backend = page_backend(CountingMapState())
-    forced = _Forced(rows, config.default_realm) if arm == "ahead" else None
     wall, cpu = time.perf_counter(), time.process_time()
-    if forced is None:
-        out = relay_rows(config.default_realm, rows, backend, config, REPLAY_KEY)
-        sent = 0
+    if arm == "ahead":
+        helper = ahead.SignaturesAhead.start(rows, config.default_realm)
+        if helper is None:
+            raise RuntimeError("the helper could not be forked")
+        try:
+            out = relay_rows(config.default_realm, rows, backend, config, REPLAY_KEY, helper.check)
+            received = len(helper.verified)
+        finally:
+            helper.close()
     else:
-        with forced as check:
-            out = relay_rows(config.default_realm, rows, backend, config, REPLAY_KEY, check)
-            sent = len(forced.helper.verified) if forced.helper else 0
+        out = relay_rows(config.default_realm, rows, backend, config, REPLAY_KEY)
+        received = 0
     backend.flush()
-    return Round(cores, arm, time.perf_counter() - wall, time.process_time() - cpu, sent), out
+    return Round(cores, arm, time.perf_counter() - wall, time.process_time() - cpu, received), out
 
 
 def run(log: str, cores: Sequence[int], rounds: int, console: Console) -> dict[str, Any]:
