@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 __all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "add_job_arguments", "disk_full", "ensure_outputs",
-           "finish_batches", "main", "run_job", "settings_from_args"]
+           "finish_batches", "main", "new_progress", "ran", "run_job", "settings_from_args"]
 
 STOP_GRACE_SECONDS = 10.0
 """How long a stop waits for each query's batch in flight to commit before it interrupts the batch (which a restart
@@ -132,9 +132,7 @@ class _Follower:
         self.seen: dict[str, int] = {}
 
     def poll(self, query: StreamingQuery, name: str, every_batch: bool) -> None:
-        for progress in query.recentProgress:
-            if progress["batchId"] <= self.seen.get(name, -1):
-                continue
+        for progress in new_progress(query, self.seen.get(name, -1)):
             self.seen[name] = progress["batchId"]
             report = _report(name, progress)
             if not (report.rows_in or every_batch):
@@ -147,6 +145,30 @@ class _Follower:
                 self.summary.heights[realm] = max(self.summary.heights.get(realm, 0), n)
             if self.on_batch:
                 self.on_batch(report)
+
+
+def ran(progress: Any) -> bool:
+    """Whether a progress entry is a batch that ran: a trigger that finds no data adds one every
+    ``noDataProgressEventInterval`` (10 s) too, with the next batch's id and no ``addBatch`` phase."""
+    return "addBatch" in (progress["durationMs"] or {})
+
+
+def new_progress(query: StreamingQuery, after: int) -> list[Any]:
+    """``query``'s progress entries of the batches that ran after batch ``after``, oldest first.
+
+    From ``lastProgress`` alone when at most one batch is new, as between two polls of a running job: pyspark's
+    ``recentProgress`` fetches and parses every entry Spark keeps (up to ``numRecentProgressUpdates``, 100) over
+    py4j at each call, about 0.1 s once a query has run 100 batches (``benchmarks/progress_bench.py``), which the
+    job would pay for each query twice a second."""
+    last = query.lastProgress
+    if last is None:
+        return []
+    newest = last["batchId"] if ran(last) else last["batchId"] - 1
+    if newest <= after:
+        return []
+    if newest == after + 1 and ran(last):
+        return [last]  # entries between it and batch `after` can only be idle ones
+    return [progress for progress in query.recentProgress if ran(progress) and progress["batchId"] > after]
 
 
 def run_job(
