@@ -6,8 +6,9 @@ every entry Spark keeps (``spark.sql.streaming.numRecentProgressUpdates``, 100 b
 once a query has run that many batches each poll costs as much as 100 entries; ``new_progress`` reads the newest
 entry and goes back to the full list only when more than one batch is new. This runs a stateful query (rate source,
 a count per key in RocksDB, the no-op sink: an entry with state-store metrics, as the job's are) on the project's
-local Spark session until Spark keeps ``--entries`` entries, stops it, and times both ways of polling, interleaved:
-with nothing new (a running job's usual poll) and with one new batch (``after`` one batch back).
+local Spark session for more than ``--entries`` batches (Spark then keeps that many entries, or one fewer), stops
+it, and times both ways of polling, interleaved: with nothing new (a running job's usual poll) and with one new
+batch (``after`` one batch back).
 
     .venv/bin/python -m benchmarks.progress_bench              # 100 entries, 50 polls per arm
     .venv/bin/python -m benchmarks.progress_bench --entries 20 --polls 10
@@ -92,6 +93,7 @@ def measure(spark: Any, entries: int, polls: int, checkpoint: Path, console: Con
 
 
 def table(results: dict[str, Any]) -> Table:
+    """The results as a table: per way, the median wall and driver CPU milliseconds of a poll."""
     out = Table(title=f"one poll of a query's progress, {results['entries']} entries kept "
                       f"(about {results['entry_json_bytes']:,} bytes of JSON each), median of {results['polls']}")
     out.add_column("way")
