@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import cProfile
 import os
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -26,6 +27,7 @@ from pubsub_core.envelope import SignatureCheck, verify_signature
 from pubsub_core.stages import (
     OutputRecord,
     RelayStage,
+    RelayStep,
     RelayView,
     SimOutcome,
     SimulatorConfig,
@@ -39,6 +41,7 @@ from state import StateBackend
 from state.spark import SparkStateBackend
 from streaming.seam import SeamRecordError, decode_view, encode_view
 from streaming.signatures_ahead import signatures_ahead
+from streaming.tries_ahead import WINDOW, TrieSteps, trie_steps
 
 __all__ = [
     "BatchSummary",
@@ -145,25 +148,55 @@ def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
 
 
 def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
-                 seam_key: bytes, check_signature: SignatureCheck = verify_signature) -> Iterator[list[OutRow]]:
+                 seam_key: bytes, check_signature: SignatureCheck = verify_signature,
+                 tries: TrieSteps | None = None) -> Iterator[list[OutRow]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's seam records (or at
     ``CHUNK_ROWS``), so a block's views are written while Stage R works on the next block. ``check_signature``
-    answers as ``verify_signature`` does (``streaming.signatures_ahead``)."""
-    stage = RelayStage(realm, config, backend, check_signature)
+    answers as ``verify_signature`` does (``streaming.signatures_ahead``); with ``tries``, each block's trie step
+    is made there (``streaming.tries_ahead``, up to ``WINDOW`` blocks behind) and the block's seal and views, and
+    everything after them, wait for it: the records come out in the same order either way."""
+    stage = RelayStage(realm, config, backend, check_signature, defer_tries=tries is not None)
     out: list[OutRow] = []
+    waiting: deque[tuple[RelayStep, list[OutRow]]] = deque()
+    """Steps whose trie step is not answered yet, each with the records that came after it."""
+
+    def add(records: list[OutRow]) -> None:
+        (waiting[-1][1] if waiting else out).extend(records)
+
+    def step_rows(step: RelayStep) -> list[OutRow]:
+        return [_out(r) for r in step.outputs] + [seam_record(view, seam_key) for view in step.views]
+
+    def complete_oldest() -> None:
+        assert tries is not None
+        step, after = waiting.popleft()
+        out.extend(step_rows(step.completed(realm, tries.next())))
+        add(after)
+
     for row in sorted(rows, key=feed_order):
         parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
         if isinstance(parsed, OutputRecord):
-            out.append(_out(parsed))
+            add([_out(parsed)])
             continue
         immediate, steps = stage.feed(parsed)
-        out += [_out(r) for r in immediate]
+        add([_out(r) for r in immediate])
         for step in steps:
-            out += [_out(r) for r in step.outputs]
-            out += [seam_record(view, seam_key) for view in step.views]
-        if steps or len(out) >= CHUNK_ROWS:
+            if step.tries is None:
+                add(step_rows(step))
+                continue
+            assert tries is not None
+            tries.submit(step.tries)
+            waiting.append((step, []))
+        finished = bool(steps) and tries is None
+        while len(waiting) > WINDOW:
+            complete_oldest()
+            finished = True
+        if finished or len(out) >= CHUNK_ROWS:
             yield [_bounded(row, realm) for row in out]
             out = []
+    while waiting:
+        complete_oldest()
+    if tries is not None:
+        tries.finish()
     if out:
         yield [_bounded(row, realm) for row in out]
 
@@ -295,8 +328,8 @@ def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: Simulato
     the batch's summary."""
     backend = page_backend(pages)
     rows = sorted(_kafka_rows(frames), key=feed_order)
-    with signatures_ahead(rows, realm) as check_signature:
-        chunks = relay_chunks(realm, rows, backend, config, seam_key, check_signature)
+    with signatures_ahead(rows, realm) as check_signature, trie_steps(backend, realm, config.seam, len(rows)) as tries:
+        chunks = relay_chunks(realm, rows, backend, config, seam_key, check_signature, tries)
         yield from _frames("relay", chunks, backend, writer)
 
 

@@ -197,6 +197,29 @@ def _seed_003_router() -> MessageRouter:
     return RelayRouter()
 
 
+def child_changes(txn: StateTransaction) -> dict[int, dict[bytes, bytes | None]]:
+    """The child-trie entries this transaction changed, per para in para order (key -> value, None: removed)."""
+    changes: dict[int, dict[bytes, bytes | None]] = {}
+    for raw_key, value in txn.pending_changes_in(CHILD_NAMESPACE).items():
+        para, key = split_child_data_key(raw_key)
+        changes.setdefault(para, {})[key] = value
+    return {para: changes[para] for para in sorted(changes)}
+
+
+def apply_child_changes(txn: StateTransaction,
+                        changes: dict[int, dict[bytes, bytes | None]]) -> tuple[bytes, tuple[tuple[int, bytes | None], ...]]:
+    """Apply a block's child-trie changes (``child_changes``) to the relay tries in ``txn``; return the relay root
+    and the changed child roots (a seal's)."""
+    tries = relay_tries(txn)
+    relay_root = tries.apply(child_changes=changes)
+    return relay_root, tuple((para, tries.child_root(para)) for para in changes)
+
+
+def is_trie_namespace(namespace: str) -> bool:
+    """Whether the relay tries' nodes live in ``namespace`` (what ``apply_child_changes`` writes)."""
+    return namespace == _MAIN_TRIE or namespace.startswith(_CHILD_TRIE)
+
+
 def relay_tries(txn: StateTransaction) -> RelayTries:
     """The relay main trie and the publishers' child tries as the block machine stores them in ``txn``."""
     return RelayTries(lambda space: StateNodeStore(txn, _MAIN_TRIE if not space else _CHILD_TRIE + space.hex()))
@@ -247,18 +270,20 @@ class RelayMachine:
         return RecordOutcome(number, record.record_id, status, result.reason, result.detail)
 
     # -- one block -------------------------------------------------------------------------------
-    def apply_block(self, backend: StateBackend, block: RelayBlock) -> BlockResult:
-        """Apply ``block`` and commit; raise ``RelayError`` (writing nothing) if it cannot be applied."""
+    def apply_block(self, backend: StateBackend, block: RelayBlock, tries: bool = True) -> BlockResult:
+        """Apply ``block`` and commit; raise ``RelayError`` (writing nothing) if it cannot be applied. Without
+        ``tries`` the relay tries are left as they were: the result carries the block's child-trie changes and a
+        seal without roots, for the caller to apply them (``apply_child_changes``), on another core if it likes."""
         txn = StateTransaction(backend)
         try:
-            result = self._apply(txn, block)
+            result = self._apply(txn, block, tries)
         except BaseException:
             txn.rollback()
             raise
         txn.commit()
         return result
 
-    def _apply(self, txn: StateTransaction, block: RelayBlock) -> BlockResult:
+    def _apply(self, txn: StateTransaction, block: RelayBlock, tries: bool) -> BlockResult:
         header = block.header
         now = header.number
         self._check_order(txn, block)
@@ -275,14 +300,15 @@ class RelayMachine:
         acc.events += router.dispatch_upward(txn, now, lambda t, para, message: self._dispatch(t, acc, para, message, now))
         idle = self.broadcaster.on_idle(txn, now, self.config.idle_weight)
         acc.events += idle.events
-        relay_root, child_roots = self._roots(txn)
+        changes = child_changes(txn)
+        relay_root, child_roots = apply_child_changes(txn, changes) if tries else (b"", ())
         txn.put(_HEAD, b"", encode_u32(now) + header.hash)
         events = _event_records(now, acc.events)
         acc.outcomes.sort(key=_outcome_order)
         counts = {status: sum(1 for o in acc.outcomes if o.status is status) for status in Status}
         seal = BlockSeal(now, header.hash, header.parent_hash, header.session_index, relay_root, child_roots,
                          counts[Status.APPLIED], counts[Status.IGNORED], counts[Status.REJECTED], len(events))
-        return BlockResult(seal, events, tuple(acc.outcomes), tuple(acc.forwarded))
+        return BlockResult(seal, events, tuple(acc.outcomes), tuple(acc.forwarded), {} if tries else changes)
 
     def _check_order(self, txn: StateTransaction, block: RelayBlock) -> None:
         head = txn.get(_HEAD, b"")
@@ -443,17 +469,6 @@ class RelayMachine:
             return DispatchReport(used, True)
         acc.events.append(MessageExecuted(para, message_hash, "Incomplete", error.reason_code, error.index, used))
         return DispatchReport(used, False, error.reason_code)
-
-    def _roots(self, txn: StateTransaction) -> tuple[bytes, tuple[tuple[int, bytes | None], ...]]:
-        """Apply this block's child-entry changes to the tries; return the relay root and the changed child roots."""
-        changes: dict[int, dict[bytes, bytes | None]] = {}
-        for raw_key, value in txn.pending_changes_in(CHILD_NAMESPACE).items():
-            para, key = split_child_data_key(raw_key)
-            changes.setdefault(para, {})[key] = value
-        tries = relay_tries(txn)
-        ordered = {para: changes[para] for para in sorted(changes)}
-        relay_root = tries.apply(child_changes=ordered)
-        return relay_root, tuple((para, tries.child_root(para)) for para in ordered)
 
 
 def _event_records(block: int, events: list[object]) -> tuple[EventRecord, ...]:

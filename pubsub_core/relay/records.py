@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any, Final
 
@@ -372,12 +372,15 @@ class BlockSeal:
 
 @dataclass(frozen=True, slots=True)
 class BlockResult:
-    """Everything applying one block produced, in emission order."""
+    """Everything applying one block produced, in emission order. ``child_changes``: the block's child-trie
+    changes (para -> key -> value, None for a removal, by para), only when the block was applied without its tries
+    (``RelayMachine.apply_block(tries=False)``), whose seal then carries no roots yet (``with_roots``)."""
 
     seal: BlockSeal
     events: tuple[EventRecord, ...]
     outcomes: tuple[RecordOutcome, ...]
     forwarded: tuple[ForwardedCall, ...]
+    child_changes: dict[int, dict[bytes, bytes | None]] = field(default_factory=dict)
 
     @property
     def rejections(self) -> tuple[RecordOutcome, ...]:

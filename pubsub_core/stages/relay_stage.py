@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from state import MemoryBackend, StateBackend, StateTransaction
@@ -26,6 +26,7 @@ from pubsub_core.envelope import SignatureCheck, Unauthenticated, verify_signatu
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
+    BlockSeal,
     ForwardedCall,
     InputRecord,
     RelayBlock,
@@ -35,7 +36,7 @@ from pubsub_core.relay import (
     Status,
     canonical_json,
 )
-from pubsub_core.relay.machine import relay_tries
+from pubsub_core.relay.machine import apply_child_changes, is_trie_namespace, relay_tries
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
 from pubsub_core.subscriber.calls import (
@@ -59,16 +60,104 @@ from pubsub_core.stages.records import (
     SubscriberCallFailed,
 )
 
-__all__ = ["RelayStage", "RelayStep", "proof_delta"]
+__all__ = ["RelayStage", "RelayStep", "TrieDone", "TrieWork", "proof_delta", "trie_step", "trie_step_namespace"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrieWork:
+    """What one block's trie step needs from the rest of Stage R: the block, its child-trie changes, and for each
+    subscriber that gets a view, the keys it declared before this block, its calls in the block and the sizes of
+    its pending downward and horizontal messages."""
+
+    number: int
+    block_hash: bytes
+    max_pov_size: int
+    child_changes: dict[int, dict[bytes, bytes | None]]
+    declared: dict[int, dict[int, tuple[bytes, ...]]]
+    calls: dict[int, tuple[ForwardedCall, ...]]
+    pending: dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class TrieDone:
+    """A block's trie step done: the roots its seal carries and each subscriber's view."""
+
+    relay_root: bytes
+    child_roots: tuple[tuple[int, bytes | None], ...]
+    views: tuple[RelayView, ...]
+
 
 @dataclass(frozen=True, slots=True)
 class RelayStep:
     """What Stage R emits for one block read from ``blocks``: its output records (rejections, relay events,
-    refused subscriber calls, the seal; or the block's own rejection) and one view per subscriber."""
+    refused subscriber calls, the seal; or the block's own rejection) and one view per subscriber. A stage that
+    leaves the tries to its caller (``defer_tries``) emits the block without its seal and views: ``tries`` and
+    ``seal`` (without roots) until ``completed``."""
 
     number: int
     outputs: tuple[OutputRecord, ...]
     views: tuple[RelayView, ...]
+    tries: TrieWork | None = None
+    seal: BlockSeal | None = None
+
+    def completed(self, realm: str, done: TrieDone) -> RelayStep:
+        """The step with its trie step done: the seal, with its roots, after the other outputs; the views."""
+        assert self.seal is not None, "only a step whose tries were left to the caller is completed"
+        seal = replace(self.seal, relay_root=done.relay_root, child_roots=done.child_roots)
+        record = OutputRecord(f"{realm}.seals", str(self.number), f"seal/{self.number}", seal.to_json())
+        return RelayStep(self.number, (*self.outputs, record), done.views)
+
+
+def trie_step(backend: StateBackend, realm: str, seam: Seam, work: TrieWork) -> TrieDone:
+    """Apply a block's child-trie changes to the relay tries in ``backend``, then build each subscriber's view of
+    the state after it; commits. It reads and writes only the ``trie_step_namespace`` namespaces, so whoever holds
+    a copy of them (a process forked from Stage R's, ``streaming.tries_ahead``) can run it in Stage R's place."""
+    txn = StateTransaction(backend)
+    relay_root, child_roots = apply_child_changes(txn, work.child_changes)
+    txn.commit()
+    return TrieDone(relay_root, child_roots, _views(backend, realm, seam, work, relay_root))
+
+
+def trie_step_namespace(namespace: str) -> bool:
+    """Whether ``trie_step`` reads or writes ``namespace``: the tries' nodes and each subscriber's latest view."""
+    return is_trie_namespace(namespace) or namespace in (_Book.LAST_VIEW, _Book.SENT_NODES)
+
+
+def _views(backend: StateBackend, realm: str, seam: Seam, work: TrieWork, relay_root: bytes) -> tuple[RelayView, ...]:
+    """Each subscriber's view of the state after the block (the relay parent of its next block)."""
+    subscribers = sorted(work.pending)
+    if not subscribers:
+        return ()
+    book = _Book(StateTransaction(backend))
+    txn = StateTransaction(backend)
+    try:
+        proofs = relay_tries(txn).prove_each_hashed([work.declared.get(subscriber, {}) for subscriber in subscribers])
+    finally:
+        txn.rollback()
+    views = []
+    for subscriber, proof in zip(subscribers, proofs):
+        sent, full = _seam_nodes(book, seam, subscriber, proof)
+        downward, horizontal = work.pending[subscriber]
+        views.append(RelayView(realm, subscriber, work.number, work.block_hash, relay_root, work.max_pov_size,
+                               downward, horizontal, sent, work.calls.get(subscriber, ()), book.last_view(subscriber),
+                               full))
+        book.set_last_view(subscriber, work.number)
+    book.txn.commit()
+    return tuple(views)
+
+
+def _seam_nodes(book: _Book, seam: Seam, subscriber: int, proof: dict[bytes, bytes]) -> tuple[tuple[bytes, ...], bool]:
+    """What a view carries of the proof P_n (``proof``: node -> hash; sent sorted by node): all of it
+    (``full``) for a subscriber's first view and under ``seam: "full"``; otherwise the nodes not in its
+    previous view's P_{n-1}. Remembers P_n's hashes either way, so the next view can be a delta whatever this
+    one was."""
+    nodes = sorted(proof)
+    hashes = [proof[node] for node in nodes]
+    previous = book.sent_nodes(subscriber)
+    book.set_sent_nodes(subscriber, hashes)
+    if previous is None or seam is Seam.FULL:
+        return tuple(nodes), True
+    return proof_delta(nodes, hashes, previous), False
 
 
 class RelayStage:
@@ -79,13 +168,16 @@ class RelayStage:
     one stopped."""
 
     def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None,
-                 check_signature: SignatureCheck = verify_signature) -> None:
+                 check_signature: SignatureCheck = verify_signature, defer_tries: bool = False) -> None:
         self.realm = realm
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
         self.check_signature = check_signature
         """How admission checks a signature: ``verify_signature``, or what answers as it does (the job's checks
         made ahead on another core, ``streaming.signatures_ahead``)."""
+        self.defer_tries = defer_tries
+        """Leave each block's trie step (``trie_step``) to the caller, who completes the step
+        (``RelayStep.completed``): the job runs it on another core (``streaming.tries_ahead``)."""
         self._machine: RelayMachine | None = None
         self._awaited: str | None = None
         """The record the first waiting block misses, None when unknown. Until it arrives no other record can
@@ -278,7 +370,7 @@ class RelayStage:
             first = book.included(stream, origin) + 1
             records += [r for p in range(first, last + 1) if (r := book.buffered_at(stream, origin, p)) is not None]
         try:
-            result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)))
+            result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)), tries=False)
         except RelayError as exc:
             rejection = self._outcome(f"block/{log_id}", key, SimOutcome(
                 header.number, block.record_id, "rejected", type(exc).__name__, str(exc)))
@@ -289,8 +381,8 @@ class RelayStage:
         return self._step(book, header, result, {r.record_id: r.origin for r in records})
 
     def _step(self, book: _Book, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
-        """Stage R's output records for an applied block, its views, then the block's subscription changes
-        (they apply after the block's proof, so the views still use the previous subscriptions)."""
+        """Stage R's output records for an applied block and its trie step (``trie_step``: the roots of its seal
+        and the views; run here unless ``defer_tries``), then the block's subscription changes."""
         realm, number = self.realm, header.number
         out = [
             OutputRecord(f"{realm}.rejected", origins[o.record_id], f"outcome/{o.record_id}", o.to_json())
@@ -315,52 +407,24 @@ class RelayStage:
             calls.setdefault(subscriber, []).append(forwarded)
             if isinstance(call, SetSubscriptions):
                 changes.append((subscriber, call))
-        out.append(OutputRecord(f"{realm}.seals", str(number), f"seal/{number}", result.seal.to_json()))
-        views = self._views(book, header, result.seal.relay_root, book.subscriptions(), calls)
+        declared = book.subscriptions()
+        subscribers = sorted(set(declared) | set(calls))
+        txn = StateTransaction(self.backend)
+        pending: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        for subscriber in subscribers:
+            inbound = pending_inbound(txn, subscriber, number)
+            pending[subscriber] = (tuple(inbound.downward_sizes()), tuple(inbound.horizontal_sizes()))
+        txn.rollback()
+        work = TrieWork(number, header.hash, header.max_pov_size, result.child_changes,
+                        {subscriber: declared[subscriber] for subscriber in subscribers if subscriber in declared},
+                        {subscriber: tuple(forwarded) for subscriber, forwarded in calls.items()}, pending)
+        # the block's subscription changes apply after its proof: its views still use the previous subscriptions
         for subscriber, change in changes:
             book.set_subscriptions(subscriber, change)
-        return RelayStep(number, tuple(out), views)
-
-    def _views(self, book: _Book, header: BlockHeader, relay_root: bytes,
-               declared: dict[int, dict[int, tuple[bytes, ...]]],
-               calls: dict[int, list[ForwardedCall]]) -> tuple[RelayView, ...]:
-        """Each subscriber's view of the state after this block (the relay parent of its next block)."""
-        subscribers = sorted(set(declared) | set(calls))
-        if not subscribers:
-            return ()
-        txn = StateTransaction(self.backend)
-        try:
-            tries = relay_tries(txn)
-            if tries.relay_root != relay_root:
-                raise StageError(f"block {header.number}: the stored relay tries do not give the sealed root")
-            views = []
-            proofs = tries.prove_each_hashed([declared.get(subscriber, {}) for subscriber in subscribers])
-            for subscriber, proof in zip(subscribers, proofs):
-                sent, full = self._seam_nodes(book, subscriber, proof)
-                pending = pending_inbound(txn, subscriber, header.number)
-                views.append(RelayView(
-                    self.realm, subscriber, header.number, header.hash, relay_root, header.max_pov_size,
-                    tuple(pending.downward_sizes()), tuple(pending.horizontal_sizes()), sent,
-                    tuple(calls.get(subscriber, ())), book.last_view(subscriber), full,
-                ))
-                book.set_last_view(subscriber, header.number)
-        finally:
-            txn.rollback()
-        return tuple(views)
-
-
-    def _seam_nodes(self, book: _Book, subscriber: int, proof: dict[bytes, bytes]) -> tuple[tuple[bytes, ...], bool]:
-        """What a view carries of the proof P_n (``proof``: node -> hash; sent sorted by node): all of it
-        (``full``) for a subscriber's first view and under ``seam: "full"``; otherwise the nodes not in its
-        previous view's P_{n-1}. Remembers P_n's hashes either way, so the next view can be a delta whatever this
-        one was."""
-        nodes = sorted(proof)
-        hashes = [proof[node] for node in nodes]
-        previous = book.sent_nodes(subscriber)
-        book.set_sent_nodes(subscriber, hashes)
-        if previous is None or self.config.seam is Seam.FULL:
-            return tuple(nodes), True
-        return proof_delta(nodes, hashes, previous), False
+        step = RelayStep(number, tuple(out), (), work, result.seal)
+        if self.defer_tries:
+            return step
+        return step.completed(realm, trie_step(self.backend, realm, self.config.seam, work))
 
 
 def proof_delta(proof: Sequence[bytes], hashes: Sequence[bytes], previous: Collection[bytes]) -> tuple[bytes, ...]:
