@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import pickle
 import select
@@ -48,6 +49,7 @@ WINDOW = 2
 """Trie steps sent and not answered before Stage R waits for the oldest: the helper is one or two blocks behind."""
 
 _FRAME = struct.Struct(">I")
+_LOG = logging.getLogger(__name__)
 
 
 class TriesAheadError(RuntimeError):
@@ -247,6 +249,7 @@ class TrieSteps:
 
     def _fall_back(self, exc: TriesAheadError) -> None:
         """Run the answered steps again in place, and every later one too."""
+        _LOG.warning("%s: Stage R runs this batch's trie steps itself", exc)
         self.failure = exc
         self.close()
         for work in self.works[:self.answered]:

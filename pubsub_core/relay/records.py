@@ -322,6 +322,11 @@ class ForwardedCall:
     origin: str
     call: bytes
 
+    def __reduce__(self) -> tuple[type[ForwardedCall], tuple[object, ...]]:
+        # Stage R's trie steps cross to another process pickled (streaming.tries_ahead); compiled (setup.py), a
+        # frozen dataclass unpickles only through its constructor.
+        return (ForwardedCall, (self.block, self.record_id, self.origin, self.call))
+
     def to_json(self) -> dict[str, object]:
         return {"block": self.block, "record": self.record_id, "origin": self.origin, "call": hex_0x(self.call)}
 

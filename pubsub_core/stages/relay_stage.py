@@ -77,6 +77,12 @@ class TrieWork:
     calls: dict[int, tuple[ForwardedCall, ...]]
     pending: dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
 
+    def __reduce__(self) -> tuple[type[TrieWork], tuple[object, ...]]:
+        # It crosses to another process pickled (streaming.tries_ahead); compiled (setup.py), a frozen dataclass
+        # unpickles only through its constructor.
+        return (TrieWork, (self.number, self.block_hash, self.max_pov_size, self.child_changes, self.declared,
+                           self.calls, self.pending))
+
 
 @dataclass(frozen=True, slots=True)
 class TrieDone:
@@ -85,6 +91,10 @@ class TrieDone:
     relay_root: bytes
     child_roots: tuple[tuple[int, bytes | None], ...]
     views: tuple[RelayView, ...]
+
+    def __reduce__(self) -> tuple[type[TrieDone], tuple[object, ...]]:
+        # As ``TrieWork``: back from the other process pickled.
+        return (TrieDone, (self.relay_root, self.child_roots, self.views))
 
 
 @dataclass(frozen=True, slots=True)
