@@ -9,9 +9,9 @@ MapState (``state.spark.SparkStateBackend``, pages written once per batch).
 
 ``relay_rows`` and ``subscriber_rows`` are plain functions over any ``StateBackend``, so they are tested
 without Spark; ``relay_frames`` and ``subscriber_frames`` only adapt Spark's rows and handles. The records go to
-Kafka from the worker (``streaming.record_writer``) chunk by chunk as they are made, so a block's views reach the
-seam while Stage R works on the next block (``relay_chunks``), for the continuous job's Stage S to start on; Spark
-gets the batch's ``BatchSummary``.
+Kafka from the worker (``streaming.record_writer``) chunk by chunk as they are made, except Stage R's seam
+records, which wait for the end of the batch (``seam_last``) so that a running Stage S takes a batch's views
+together; Spark gets the batch's ``BatchSummary``.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "relay_chunks",
     "relay_frames",
     "relay_rows",
+    "seam_last",
     "seam_record",
     "subscriber_chunks",
     "subscriber_frames",
@@ -131,8 +132,14 @@ def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
                   f"view/{view.subscriber}/{view.number}".encode())
 
 
+_VIEWS_SUFFIX = "." + VIEWS
+
 CHUNK_ROWS = 4096
-"""A chunk of output ends after a relay block's views (so Stage S can start on them), or at this many rows."""
+"""A chunk of output ends after a relay block's records, or at this many rows."""
+
+SEAM_HOLD_BYTES = 64 * 1024 * 1024
+"""Seam records Stage R holds back (``seam_last``) before it writes what it holds: a batch's views go out at its end
+unless the batch is larger than this (a catch-up of thousands of blocks), so a worker's memory stays bounded."""
 
 
 def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
@@ -151,7 +158,7 @@ def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, co
                  seam_key: bytes, check_signature: SignatureCheck = verify_signature,
                  tries: TrieSteps | None = None) -> Iterator[list[OutRow]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's seam records (or at
-    ``CHUNK_ROWS``), so a block's views are written while Stage R works on the next block. ``check_signature``
+    ``CHUNK_ROWS``). ``check_signature``
     answers as ``verify_signature`` does (``streaming.signatures_ahead``); with ``tries``, each block's trie step
     is made there (``streaming.tries_ahead``, up to ``WINDOW`` blocks behind) and the block's seal and views, and
     everything after them, wait for it: the records come out in the same order either way."""
@@ -299,8 +306,7 @@ cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, f
 
 
 def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend, writer: Writer) -> Iterator[Any]:
-    """Each chunk written as soon as it is made (Stage S may start on a block's views while Stage R works on the
-    next), then the batch's state pages (one MapState call per changed page), every record delivered, and the
+    """Each chunk written as soon as it is made, then the batch's state pages (one MapState call per changed page), every record delivered, and the
     batch's summary; with ``PROFILE_ENV``, under cProfile."""
     folder = os.environ.get(PROFILE_ENV)
     profile = cProfile.Profile() if folder else None
@@ -321,6 +327,33 @@ def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBacken
         yield summary.frame()
 
 
+def seam_last(chunks: Iterable[list[OutRow]], hold_bytes: int = SEAM_HOLD_BYTES) -> Iterator[list[OutRow]]:
+    """The chunks with their seam records held back to the end (or until they pass ``hold_bytes``), in order.
+
+    A running Stage S takes whatever views are on the seam at each trigger. While Stage R works through a large
+    batch, streaming its views block by block had Stage S run a batch every trigger beside it, each paying Spark's
+    per-batch cost on the same two cores: the live job on the issue-11 log took 6.14 s at the median against 5.42 s
+    with the views held (four pairs interleaved in one JVM; docs/benchmarks.md, "Session 20"). A batch of a block or
+    two, the live job's usual, writes its views at the same moment either way."""
+    held: list[OutRow] = []
+    size = 0
+    for chunk in chunks:
+        others = []
+        for row in chunk:
+            if row.topic.endswith(_VIEWS_SUFFIX):
+                held.append(row)
+                size += len(row.value)
+            else:
+                others.append(row)
+        if size > hold_bytes:
+            others += held
+            held, size = [], 0
+        if others:
+            yield others
+    if held:
+        yield held
+
+
 def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig, seam_key: bytes,
                  writer: Writer) -> Iterator[Any]:
     """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState), its records to
@@ -330,7 +363,7 @@ def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: Simulato
     rows = sorted(_kafka_rows(frames), key=feed_order)
     with signatures_ahead(rows, realm) as check_signature, trie_steps(backend, realm, config.seam, len(rows)) as tries:
         chunks = relay_chunks(realm, rows, backend, config, seam_key, check_signature, tries)
-        yield from _frames("relay", chunks, backend, writer)
+        yield from _frames("relay", seam_last(chunks), backend, writer)
 
 
 def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,

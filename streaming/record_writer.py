@@ -40,7 +40,7 @@ WRITER_LIMITS: dict[str, str] = {
     "batch.size": str(1024 * 1024),
     # A record waits up to 25 ms for others to share its request (the project's producer: 5 ms). ``flush`` sends at
     # once, so a batch's last records wait for nothing; only records written while the task still runs (Stage R's
-    # views while it works on later blocks) leave up to 20 ms later. Live runs of the issue-11 log, 25 ms against 5
+    # events while it works on later blocks) leave up to 20 ms later. Live runs of the issue-11 log, 25 ms against 5
     # interleaved in one JVM (session 17, 4 and 8 pairs): 5.92 -> 5.14 s and 6.33 -> 5.73 s end to end at the
     # median, the broker 1.06 -> 0.85 and 0.97 -> 0.92 CPU s a run; 100 ms no better than 25.
     "linger.ms": "25",

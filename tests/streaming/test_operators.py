@@ -19,7 +19,7 @@ import pytest
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
 from state import MemoryBackend
-from streaming.operators import KafkaRow, OutRow, relay_rows, seam_record, subscriber_rows
+from streaming.operators import KafkaRow, OutRow, relay_rows, seam_last, seam_record, subscriber_rows
 from streaming.seam import decode_view
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -294,3 +294,24 @@ def test_the_operators_module_loads_no_signing_library() -> None:
     code = "import sys, streaming.operators; print(sorted({m.split('.')[0] for m in sys.modules} & {'Crypto'}))"
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert shown.strip() == "[]"
+
+
+def _rows(*topics: str) -> list[OutRow]:
+    return [OutRow(topic, b"k", bytes(10 * (i + 1)), f"id/{i}".encode()) for i, topic in enumerate(topics)]
+
+
+def test_seam_records_wait_for_the_end_of_the_batch_in_their_order() -> None:
+    first = _rows("polkadot.events", "polkadot.relay-views", "polkadot.seals", "polkadot.relay-views")
+    second = _rows("polkadot.relay-views", "polkadot.events")
+    out = list(seam_last([first, second]))
+    views = [r for r in first + second if r.topic == "polkadot.relay-views"]
+    assert out == [[first[0], first[2]], [second[1]], views]
+
+
+def test_seam_records_go_out_once_they_pass_the_hold() -> None:
+    chunks = [_rows("polkadot.relay-views", "polkadot.events"), _rows("polkadot.relay-views", "polkadot.relay-views"),
+              _rows("polkadot.relay-views")]
+    out = list(seam_last(chunks, hold_bytes=25))
+    # 10 bytes held after the first chunk; the second brings 10 + 20 more, past 25: all 40 go out with it
+    assert out == [[chunks[0][1]], [chunks[0][0], *chunks[1]], chunks[2]]
+    assert sorted(r.id for chunk in out for r in chunk) == sorted(r.id for chunk in chunks for r in chunk)
