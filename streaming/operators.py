@@ -157,11 +157,11 @@ def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
 def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
                  seam_key: bytes, check_signature: SignatureCheck = verify_signature,
                  tries: TrieSteps | None = None) -> Iterator[list[OutRow]]:
-    """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's seam records (or at
-    ``CHUNK_ROWS``). ``check_signature``
-    answers as ``verify_signature`` does (``streaming.signatures_ahead``); with ``tries``, each block's trie step
-    is made there (``streaming.tries_ahead``, up to ``WINDOW`` blocks behind) and the block's seal and views, and
-    everything after them, wait for it: the records come out in the same order either way."""
+    """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's records (or at
+    ``CHUNK_ROWS``). ``check_signature`` answers as ``verify_signature`` does (``streaming.signatures_ahead``); with
+    ``tries``, each block's trie step is made there (``streaming.tries_ahead``, up to ``WINDOW`` blocks behind) and
+    the block's seal and views, and everything after them, wait for it: the records come out in the same order
+    either way."""
     stage = RelayStage(realm, config, backend, check_signature, defer_tries=tries is not None)
     out: list[OutRow] = []
     waiting: deque[tuple[RelayStep, list[OutRow]]] = deque()
@@ -306,8 +306,8 @@ cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, f
 
 
 def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend, writer: Writer) -> Iterator[Any]:
-    """Each chunk written as soon as it is made, then the batch's state pages (one MapState call per changed page), every record delivered, and the
-    batch's summary; with ``PROFILE_ENV``, under cProfile."""
+    """Each chunk written as soon as it is made, then the batch's state pages (one MapState call per changed
+    page), every record delivered, and the batch's summary; with ``PROFILE_ENV``, under cProfile."""
     folder = os.environ.get(PROFILE_ENV)
     profile = cProfile.Profile() if folder else None
     if profile is not None:

@@ -25,7 +25,7 @@ import pickle
 import select
 import signal
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from pubsub_core.stages import TrieDone, TrieWork, trie_step, trie_step_namespace
@@ -69,7 +69,7 @@ class _Recording:
         self.stats = BackendStats()
         self.changes: dict[str, dict[bytes, bytes | None]] = {}
 
-    def read_many(self, namespace: str, keys: Any) -> dict[bytes, bytes]:
+    def read_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
         return self.inner.read_many(namespace, keys)
 
     def scan(self, namespace: str) -> dict[bytes, bytes]:
@@ -82,8 +82,8 @@ class _Recording:
 
 
 class TriesAhead:
-    """The helper process, and Stage R's side of it: ``submit`` a block's trie step, ``take`` the answers in order,
-    ``finish`` for the state it changed."""
+    """The helper process, and Stage R's side of it: ``submit`` a block's trie step (None: the end), ``take`` the
+    answers in order (after the end, the pages the helper changed)."""
 
     def __init__(self, pid: int, to_helper: int, from_helper: int) -> None:
         self.pid = pid

@@ -206,8 +206,9 @@ def child_changes(txn: StateTransaction) -> dict[int, dict[bytes, bytes | None]]
     return {para: changes[para] for para in sorted(changes)}
 
 
-def apply_child_changes(txn: StateTransaction,
-                        changes: dict[int, dict[bytes, bytes | None]]) -> tuple[bytes, tuple[tuple[int, bytes | None], ...]]:
+def apply_child_changes(
+    txn: StateTransaction, changes: dict[int, dict[bytes, bytes | None]]
+) -> tuple[bytes, tuple[tuple[int, bytes | None], ...]]:
     """Apply a block's child-trie changes (``child_changes``) to the relay tries in ``txn``; return the relay root
     and the changed child roots (a seal's)."""
     tries = relay_tries(txn)

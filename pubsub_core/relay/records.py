@@ -379,7 +379,8 @@ class BlockSeal:
 class BlockResult:
     """Everything applying one block produced, in emission order. ``child_changes``: the block's child-trie
     changes (para -> key -> value, None for a removal, by para), only when the block was applied without its tries
-    (``RelayMachine.apply_block(tries=False)``), whose seal then carries no roots yet (``with_roots``)."""
+    (``RelayMachine.apply_block(tries=False)``), whose seal then carries no roots yet (the relay stage's
+    ``RelayStep.completed`` puts them in)."""
 
     seal: BlockSeal
     events: tuple[EventRecord, ...]

@@ -46,7 +46,6 @@ from pubsub_core.subscriber.calls import (
     subscriber_of,
 )
 from pubsub_core.stages.config import Seam, SimulatorConfig
-from pubsub_core.stages.errors import StageError
 from pubsub_core.stages.ingest import short
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import (
