@@ -197,8 +197,8 @@ def test_a_key_lands_on_its_namespace_s_stable_page_whatever_was_asked_before() 
 
 
 def test_stage_r_hands_each_block_s_views_out_as_soon_as_the_block_is_applied() -> None:
-    """relay_chunks ends a chunk with each block's views (the writer sends them while the next block is worked
-    on), chunks stay bounded, and the chunks together are relay_rows' output."""
+    """relay_chunks ends a chunk with each block's views (its other records go to Kafka while the next block is
+    worked on; ``seam_last`` holds the views), chunks stay bounded, and the chunks together are relay_rows' output."""
     from streaming.operators import CHUNK_ROWS, relay_chunks
 
     lines = (EXAMPLES / "busy.jsonl").read_bytes().splitlines()
