@@ -36,29 +36,38 @@ def _read_line(conn: socket.socket) -> bytes:
     return data
 
 
+_STOPS = {signal.SIGTERM, signal.SIGINT}
+
+
 def handed_over(path: str, module: str, args: list[str]) -> int | None:
     """Run ``-m module args`` as a child of the server at ``path``: its exit status, or None if the server did not
     take the request (then nothing ran)."""
+    # A stop (Spark destroys a worker it no longer needs) that comes before the child's pid is known waits, blocked,
+    # and then reaches the child: unblocked earlier it killed the launcher alone and left the child running.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(path)
-        request = {"module": module, "args": args, "env": dict(os.environ), "cwd": os.getcwd()}
-        socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], list(STREAM_FDS))
-        started = json.loads(_read_line(conn) or b"{}")
-    except (OSError, ValueError):
-        return None
-    child = started.get("pid")
-    if not isinstance(child, int):
-        return None
-
-    def forward(signum: int, _frame: object) -> None:
         try:
-            os.kill(child, signum)
-        except ProcessLookupError:
-            pass
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(path)
+            request = {"module": module, "args": args, "env": dict(os.environ), "cwd": os.getcwd()}
+            socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], list(STREAM_FDS))
+            started = json.loads(_read_line(conn) or b"{}")
+        except (OSError, ValueError):
+            return None
+        child = started.get("pid")
+        if not isinstance(child, int):
+            return None
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+        def forward(signum: int, _frame: object) -> None:
+            try:
+                os.kill(child, signum)
+            except ProcessLookupError:
+                pass
+
+        for stop in _STOPS:
+            signal.signal(stop, forward)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     try:
         finished = json.loads(_read_line(conn) or b"{}")
     except (OSError, ValueError):
