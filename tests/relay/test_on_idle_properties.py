@@ -11,12 +11,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from producers.workload import WorkloadSpec, generate
-from pubsub_core.broadcaster import CHILD_NAMESPACE, Broadcaster, BroadcasterConfig, KeyExpired, split_child_data_key
+from pubsub_core.broadcaster import CHILD_NAMESPACE, BroadcasterConfig, KeyExpired, split_child_data_key
 from pubsub_core.envelope import Envelope, KeyRegistry, Signer
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import RelayConfig
 from pubsub_core.simulator import simulate
-from pubsub_core.stages.config import SimulatorConfig
+from pubsub_core.stages import SimulatorConfig
 from pubsub_core.xcm import Publish, Xcm, decode_versioned_xcm, encode_versioned_xcm
 from state import StateTransaction
 from tests.relay.chain import MANAGER, OTHER, ROOT, Chain, fresh_machine
@@ -42,7 +42,7 @@ STEPS = st.lists(
 
 def idle_weights() -> st.SearchStrategy[int]:
     """Weights from one entry's charge to a few, plus change that pays for no further entry."""
-    return st.builds(lambda n, extra: BASE + n * PER_KEY + extra, st.integers(1, 4), st.integers(0, PER_KEY - 1))
+    return st.builds(lambda n, extra: BASE + n * PER_KEY + extra, st.integers(1, 6), st.integers(0, PER_KEY - 1))
 
 
 def expire(entries: Entries, publisher: int, k: bytes, now: int) -> None:
