@@ -51,12 +51,7 @@ class BroadcasterConfig:
         return self.db_read_weight
 
     @property
-    def idle_read_weight(self) -> int:
-        """``reads(1)``: charged for each TTL index read of on_idle (a bucket of publishers, or one publisher's
-        TTL keys), so its work stays proportional to what it pays for."""
-        return self.db_read_weight
-
-    @property
     def idle_per_key_weight(self) -> int:
-        """``reads_writes(2, 4)``: charged for every scanned TtlData entry, expired or not."""
+        """``reads_writes(2, 4)``: charged for every scanned TtlData entry, expired or not, including the TTL
+        index reads that lead to it (docs/decisions.md, "on_idle cost")."""
         return 2 * self.db_read_weight + 4 * self.db_write_weight

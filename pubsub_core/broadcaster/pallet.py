@@ -9,8 +9,9 @@ differ, and without the reference bugs of §5.2 items 9 to 12 (docs/decisions.md
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import takewhile
 from typing import Protocol
 from hashlib import blake2b
 
@@ -171,24 +172,6 @@ class IdleResult:
 
     events: tuple[BroadcasterEvent, ...]
     consumed_weight: int
-
-
-@dataclass
-class _IdleScan:
-    """One on_idle run's progress: weight consumed against its limit, entries scanned, events, last entry."""
-
-    consumed: int
-    limit: int
-    scans: int = 0
-    last: bytes | None = None
-    events: list[BroadcasterEvent] = field(default_factory=list)
-
-    def pay(self, weight: int) -> bool:
-        """Consume ``weight`` if the limit allows it; False (nothing consumed) otherwise."""
-        if self.consumed + weight > self.limit:
-            return False
-        self.consumed += weight
-        return True
 
 
 class Broadcaster:
@@ -445,66 +428,71 @@ class Broadcaster:
     def on_idle(self, txn: StateTransaction, now: int, remaining_weight: int) -> IdleResult:
         """Delete expired keys (``now >= when_inserted + ttl``, saturating) in TtlData key order.
 
-        Resumes strictly after ``TtlScanCursor`` and walks the two-level TTL index (``TtlIndex`` buckets, then
-        each publisher's ``TtlKeys``) instead of loading ``TtlData``: every index read is charged
-        ``idle_read_weight`` and every scanned entry ``idle_per_key_weight``, so the work done is what was
-        paid for. Scans at most ``max_ttl_scans_per_idle`` entries; at the end of the map it kills the cursor,
-        so the next run wraps to the beginning.
+        Charges what the reference charges: ``idle_base_weight`` once (the cursor) and ``idle_per_key_weight``
+        for every scanned entry, expired or not; the index reads that lead to an entry are part of its charge,
+        as the reference's iterator step is (docs/decisions.md, "on_idle cost"). Scans as many entries as the
+        weight pays for, at most ``max_ttl_scans_per_idle``, strictly after ``TtlScanCursor``, wrapping to the
+        start of the map once within the run; records the last scanned entry as the cursor, or kills it when
+        the whole map was scanned. So a run that pays for one entry scans one, and the next resumes after it.
         """
         cfg = self.config
         if remaining_weight < cfg.idle_base_weight:
             return IdleResult((), 0)
+        key_weight = cfg.idle_per_key_weight
+        budget = cfg.max_ttl_scans_per_idle
+        if key_weight:
+            budget = min(budget, (remaining_weight - cfg.idle_base_weight) // key_weight)
         with txn.atomic():
-            scan = _IdleScan(cfg.idle_base_weight, remaining_weight)
             cursor = txn.get_value(_CURSOR)
-            finished = self._scan_ttl(txn, scan, cursor, now)
-            if finished:
-                txn.set_value(_CURSOR, None)
-            elif scan.last is not None:
-                txn.set_value(_CURSOR, scan.last)
-            return IdleResult(tuple(scan.events), scan.consumed)
-
-    def _scan_ttl(self, txn: StateTransaction, scan: _IdleScan, cursor: bytes | None, now: int) -> bool:
-        """Walk TtlData in key order from after ``cursor``; True when the end of the map was reached."""
-        cfg = self.config
-        # The config is interpreted (it travels pickled to Spark's workers): its weights are properties, read
-        # once here rather than per bucket and per entry (38,000 property calls a simulator run).
-        max_scans, read_weight, key_weight = cfg.max_ttl_scans_per_idle, cfg.idle_read_weight, cfg.idle_per_key_weight
-        cursor_para = b"" if cursor is None else cursor[:_PARA_KEY_LEN]
-        first = 0 if cursor is None else cursor[0]
-        # The buckets are read in one backend call (the scan paid for them one by one, as before): one read per
-        # bucket cost 26,000 backend calls over 103 blocks.
-        txn.prefetch(_TTL_INDEX, [bytes((bucket,)) for bucket in range(first, 256)])
-        for bucket in range(first, 256):
-            if scan.scans >= max_scans or not scan.pay(read_weight):
-                return False
-            for para_key in _split_index(txn.get(_TTL_INDEX, bytes((bucket,)))):
-                if para_key < cursor_para:
-                    continue
-                if scan.scans >= max_scans or not scan.pay(read_weight):
-                    return False
-                para_id = int.from_bytes(para_key[8:], "little")
-                keys = _decode_keys(txn.get(_TTL_KEYS, para_key[8:]))
-                # para_key is Twox64Concat(para): the prefix of each of its TtlData keys (ttl_storage_key).
-                raw_keys = sorted(para_key + blake2b(key, digest_size=16).digest() + key for key in keys)
-                txn.prefetch(_TTL, raw_keys)
-                for raw_key in raw_keys:
-                    if cursor is not None and raw_key <= cursor:
-                        continue
-                    if scan.scans >= max_scans or not scan.pay(key_weight):
-                        return False
-                    scan.scans += 1
-                    scan.last = raw_key
-                    raw_value = txn.get(_TTL, raw_key)
-                    if raw_value is None:
-                        continue
+            if budget == 0:
+                return IdleResult((), cfg.idle_base_weight)
+            events: list[BroadcasterEvent] = []
+            scans = 0
+            for raw_key in self._ttl_lap(txn, cursor):
+                scans += 1
+                raw_value = txn.get(_TTL, raw_key)
+                if raw_value is not None:
                     ttl = int.from_bytes(raw_value[:4], "little")
                     when = int.from_bytes(raw_value[4:8], "little")
                     if now >= min(when + ttl, U32_MAX):
-                        _, key = _split_ttl_key(raw_key)
+                        para_id, key = _split_ttl_key(raw_key)
                         self._remove_key(txn, para_id, key)
-                        scan.events.append(KeyExpired(para_id, key))
-        return True
+                        events.append(KeyExpired(para_id, key))
+                if scans == budget:
+                    txn.set_value(_CURSOR, raw_key)
+                    break
+            else:
+                txn.set_value(_CURSOR, None)
+            return IdleResult(tuple(events), cfg.idle_base_weight + scans * key_weight)
+
+    @staticmethod
+    def _ttl_lap(txn: StateTransaction, cursor: bytes | None) -> Iterator[bytes]:
+        """Every TtlData key once, in key order, starting strictly after ``cursor``: to the end of the map, then
+        from its start up to ``cursor``. Lazy: the index is read only as far as the caller takes keys."""
+        yield from Broadcaster._ttl_keys_after(txn, cursor)
+        if cursor is not None:
+            yield from takewhile(lambda raw_key: raw_key <= cursor, Broadcaster._ttl_keys_after(txn, None))
+
+    @staticmethod
+    def _ttl_keys_after(txn: StateTransaction, cursor: bytes | None) -> Iterator[bytes]:
+        """TtlData keys strictly after ``cursor`` (None: all) in key order, through the two-level index: from
+        the cursor's bucket (its first byte) and publisher (its first 12 bytes) on, a bucket's publishers,
+        then each publisher's keys; each publisher's key list is read when the walk reaches it."""
+        cursor_para = b"" if cursor is None else cursor[:_PARA_KEY_LEN]
+        first = 0 if cursor is None else cursor[0]
+        # The buckets are read in one backend call: one read per bucket cost 26,000 backend calls over 103 blocks.
+        txn.prefetch(_TTL_INDEX, [bytes((bucket,)) for bucket in range(first, 256)])
+        for bucket in range(first, 256):
+            for para_key in _split_index(txn.get(_TTL_INDEX, bytes((bucket,)))):
+                if para_key < cursor_para:
+                    continue
+                keys = _decode_keys(txn.get(_TTL_KEYS, para_key[8:]))
+                # para_key is Twox64Concat(para): the prefix of each of its TtlData keys (ttl_storage_key).
+                raw_keys = sorted(para_key + blake2b(key, digest_size=16).digest() + key for key in keys)
+                if cursor is not None and para_key == cursor_para:
+                    raw_keys = [raw_key for raw_key in raw_keys if raw_key > cursor]
+                txn.prefetch(_TTL, raw_keys)
+                yield from raw_keys
 
     def offboard(self, txn: StateTransaction, para_ids: Iterable[int]) -> list[BroadcasterEvent]:
         """Session change (``OnNewSessionOutgoing``): wipe and deregister outgoing paras, in para id order.

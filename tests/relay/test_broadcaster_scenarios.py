@@ -295,17 +295,18 @@ def test_large_ttl_saturates_instead_of_overflowing() -> None:
 
 
 def test_partial_cleanup_under_weight_limit() -> None:
+    """Seed 002: 1000 keys are expired, on_idle has weight for 500 deletions (the reference's charge: reads(1),
+    then reads_writes(2, 4) per entry), so 500 keys are deleted, the cursor is the last of them, and the next
+    on_idle resumes after it."""
     cfg = BroadcasterConfig(max_stored_keys=50, max_total_storage_size=100_000, max_publishers=100)
     pallet, txn = setup(cfg)
     paras = range(1000, 1020)
     for para in paras:
         for i in range(50):
             pallet.publish_data(txn, para, key(f"{para}-{i}"), b"v", 10, now=1)
-    # TtlData order is twox64 of the para first; 500 entries are the first 10 publishers' 50 keys. The scan
-    # reads the index buckets (first byte of twox64) up to the 10th publisher's, and each publisher's keys.
+    # TtlData order is twox64 of the para first: 500 entries are the first 10 publishers' 50 keys.
     by_hash = sorted(paras, key=lambda p: twox64_concat(encode_u32(p)))
-    buckets = twox64_concat(encode_u32(by_hash[9]))[0] + 1
-    weight_for_500 = cfg.idle_base_weight + (buckets + 10) * cfg.idle_read_weight + 500 * cfg.idle_per_key_weight
+    weight_for_500 = cfg.idle_base_weight + 500 * cfg.idle_per_key_weight
     first = pallet.on_idle(txn, 100, weight_for_500 + cfg.idle_per_key_weight - 1)
     assert len(first.events) == 500
     assert {event.publisher for event in first.events} == set(by_hash[:10])
@@ -314,15 +315,62 @@ def test_partial_cleanup_under_weight_limit() -> None:
     assert cursor is not None and KeyExpired(*cursor) == first.events[-1]
     second = pallet.on_idle(txn, 100, weight_for_500 * 10)
     assert len(second.events) == 500
-    assert not set(first.events) & set(second.events)
+    assert {event.publisher for event in second.events} == set(by_hash[10:])
     assert pallet.ttl_cursor(txn) is not None  # the scan cap was hit exactly at the end of the map
-    assert pallet.on_idle(txn, 100, weight_for_500).events == ()
+    third = pallet.on_idle(txn, 100, weight_for_500)
+    assert third.events == () and third.consumed_weight == cfg.idle_base_weight
     assert pallet.ttl_cursor(txn) is None
 
 
+def test_partial_cleanup_under_weight_limit_reaches_a_key_past_empty_buckets() -> None:
+    """Regression: with weight for a few deletions, a key whose publisher sits in a late TtlIndex bucket (para
+    1000: bucket 182) was never deleted, because the walk paid for every empty bucket before it, ran out, and
+    recorded no cursor, so every call restarted from bucket 0."""
+    pallet, txn = setup()
+    cfg = pallet.config
+    assert twox64_concat(encode_u32(1000))[0] == 182
+    pallet.publish_data(txn, 1000, key("K"), b"v", 1, now=1)
+    weight = cfg.idle_base_weight + 7 * cfg.idle_per_key_weight
+    results = [pallet.on_idle(txn, 5, weight) for _ in range(100)]
+    assert results[0].events == (KeyExpired(1000, key("K")),)
+    assert results[0].consumed_weight == cfg.idle_base_weight + cfg.idle_per_key_weight
+    assert all(result.events == () for result in results[1:])
+    assert pallet.get_published_value(txn, 1000, key("K")) is None
+    assert pallet.ttl_cursor(txn) is None
+
+
+def test_on_idle_scans_one_entry_for_one_entry_weight_and_resumes_after_it() -> None:
+    """The smallest weight that pays for an entry scans exactly one per call, in TtlData order, whatever the
+    buckets in between; the cursor is the entry scanned, and a lap wraps within a call."""
+    pallet, txn = setup()
+    cfg = pallet.config
+    paras = [1000, 1001, 1002]
+    for para in paras:
+        pallet.publish_data(txn, para, key(f"{para}"), b"v", 1, now=1)
+    order = sorted(paras, key=lambda p: twox64_concat(encode_u32(p)))
+    weight = cfg.idle_base_weight + cfg.idle_per_key_weight
+    pallet.publish_data(txn, order[1], key("live"), b"v", 0, now=1)  # infinite TTL: never scanned
+    for para in order:
+        result = pallet.on_idle(txn, 2, weight)
+        assert result.events == (KeyExpired(para, key(f"{para}")),)
+        assert result.consumed_weight == weight
+        assert pallet.ttl_cursor(txn) == (para, key(f"{para}"))
+    assert pallet.on_idle(txn, 2, weight).events == ()
+    assert pallet.ttl_cursor(txn) is None
+    # The cursor's successor is gone (deleted by its publisher): the call wraps to the start instead of idling.
+    for para in paras:
+        pallet.publish_data(txn, para, key(f"{para}"), b"v", 1, now=3)
+    assert pallet.on_idle(txn, 4, weight).events == (KeyExpired(order[0], key(f"{order[0]}")),)
+    pallet.delete_own_keys(txn, order[1], [key(f"{order[1]}")])
+    pallet.delete_own_keys(txn, order[2], [key(f"{order[2]}")])
+    pallet.publish_data(txn, order[0], key(f"{order[0]}"), b"v", 1, now=4)
+    assert pallet.on_idle(txn, 5, weight).events == (KeyExpired(order[0], key(f"{order[0]}")),)
+    assert pallet.ttl_cursor(txn) == (order[0], key(f"{order[0]}"))
+
+
 def test_on_idle_work_is_proportional_to_what_it_scans() -> None:
-    """Issue 13, item 7: on_idle neither loads nor sorts the whole TtlData map; it reads the TTL index as far as
-    it scans, and every read is charged."""
+    """on_idle neither loads nor sorts the whole TtlData map: it reads the TTL index as far as it scans, and is
+    charged for the entries it scans."""
     cfg = BroadcasterConfig(max_stored_keys=50, max_total_storage_size=100_000, max_ttl_scans_per_idle=5)
     pallet, backend = Broadcaster(cfg), MemoryBackend()
     txn = StateTransaction(backend)
@@ -337,15 +385,15 @@ def test_on_idle_work_is_proportional_to_what_it_scans() -> None:
     assert result.events == ()
     assert backend.stats.scan_calls == before[0], "no namespace is scanned"
     assert backend.stats.bytes_read - before[1] < 50 * (32 + 8) * 2, "about one publisher's entries are read"
-    first = min(paras, key=lambda p: twox64_concat(encode_u32(p)))
-    buckets = twox64_concat(encode_u32(first))[0] + 1
-    assert result.consumed_weight == (
-        cfg.idle_base_weight + (buckets + 1) * cfg.idle_read_weight + 5 * cfg.idle_per_key_weight
-    )
-    # A weight that pays for the cursor and the index reads but no entry scans nothing and moves nothing.
+    assert result.consumed_weight == cfg.idle_base_weight + 5 * cfg.idle_per_key_weight
+    # A weight that pays for the cursor but no entry reads nothing else and moves nothing.
+    before = backend.stats.read_calls, backend.stats.bytes_read
     txn = StateTransaction(backend)
-    short = pallet.on_idle(txn, 2, cfg.idle_base_weight + (buckets + 1) * cfg.idle_read_weight)
-    assert short.events == () and pallet.ttl_cursor(txn) is None
+    short = pallet.on_idle(txn, 2, cfg.idle_base_weight + cfg.idle_per_key_weight - 1)
+    assert short.events == () and short.consumed_weight == cfg.idle_base_weight
+    assert (backend.stats.read_calls, backend.stats.bytes_read) == (before[0] + 1, before[1]), "only the cursor"
+    assert pallet.ttl_cursor(txn) is None
+
 
 def test_on_idle_is_capped_by_max_ttl_scans_per_idle() -> None:
     pallet, txn = setup(BroadcasterConfig(max_ttl_scans_per_idle=3))
