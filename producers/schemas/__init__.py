@@ -81,7 +81,7 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @cache
-def _registry() -> Registry:  # type: ignore[type-arg]
+def _registry() -> Registry[Any]:
     resources_ = [(schema_id(n), Resource.from_contents(load_schema(n), default_specification=DRAFT202012))
                   for n in SCHEMA_NAMES]
     return Registry().with_resources(resources_)
