@@ -17,14 +17,14 @@ from pathlib import Path
 
 from producers.errors import ProducerError
 from producers.follow import FollowStats, SeenWindow, Start, follow
-from producers.kafka_io import ID_HEADER, ConsumedRecord, ProducedRecord, produce, read_topic, scan_topic
+from producers.kafka_io import ID_HEADER, ConsumedRecord, ProducedRecord, produce, read_outputs, read_topic, scan_topic
 from producers.live import resume_point
 from producers.schemas import RecordSchemaError, validate
 from pubsub_core.envelope import Envelope, KeyRegistry, Signer, Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.stages import GenesisRecord
 from pubsub_core.stages.ingest import decode_record
-from pubsub_core.stages.topics import topic
+from pubsub_core.stages.topics import OUTPUTS, topic
 from pubsub_core.subscriber import Update
 from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
 from pubsub_core.xcm.types import MAX_PUBLISH_VALUE_LENGTH
@@ -254,6 +254,11 @@ class Client:
         """Every record topic ``name`` holds now (with ``limit``, at most that many, the first ones of each
         partition), in partition and offset order. ``KafkaIOError`` if the topic does not exist."""
         return [Record.of(r) for r in read_topic(self.connection, name, timeout, limit)]
+
+    def outputs(self, realm: str, kinds: Iterable[str] = OUTPUTS) -> list[str]:
+        """The realm's output records (``kinds``: updates, events, rejected, pov, seals) as the lines ``pubsub
+        simulate`` writes, topic by topic in partition and offset order: sort both to compare them."""
+        return read_outputs(self.connection, [topic(realm, kind) for kind in kinds])
 
     def follow_updates(
         self,

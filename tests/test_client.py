@@ -87,3 +87,12 @@ def test_a_connection_that_cannot_work_is_refused_with_its_setting(kwargs: dict[
     with pytest.raises(ConnectionSettingsError) as caught:
         Connection(**kwargs)
     assert caught.value.name == setting
+
+
+def test_the_code_in_docs_api_is_taken_from_the_examples_a_test_runs() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    blocks = (repo / "docs" / "api.md").read_text().split("```python\n")[1:]
+    examples = "\n".join(path.read_text() for path in sorted((repo / "examples").glob("api_*.py")))
+    assert len(blocks) == 3
+    for block in blocks:
+        assert block.split("```", 1)[0] in examples

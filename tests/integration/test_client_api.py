@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from producers.client import Client, Connection
-from producers.kafka_io import ProducedRecord, produce, read_topic, route_event_log
 from producers.export import export_realm
+from producers.kafka_io import ProducedRecord, produce, read_topic, route_event_log
 from producers.schemas import validate
 from producers.topics import ensure_realm_topics
 from producers.workload import LogBuilder, signer
@@ -116,6 +116,11 @@ def test_reading_a_topic_gives_its_records_checked_against_the_schema(kafka_sett
     read = [json.loads(line) for line in done.stdout.splitlines()]
     assert sorted((r["id"], r["key"], r["value"]) for r in read) == sorted(
         (dict(s.headers)["id"].decode(), (s.key or b"").decode(), json.loads(s.value)) for s in seals)
+
+    expected = sorted(r.to_line() for r in simulate((REPO / "examples" / "minimal.jsonl").read_bytes().splitlines())
+                      if r.topic == "polkadot.seals")
+    lines = Client(Connection(str(kafka_settings.kafka_bootstrap))).outputs(realm, ["seals"])
+    assert sorted(line.replace(f'"{realm}.seals"', '"polkadot.seals"') for line in lines) == expected
 
     produce(kafka_settings, [ProducedRecord(f"{realm}.seals", b"9", b'{"number":9}', (("id", b"seal/9"),))])
     bad = run_example("api_read.py", kafka_settings, f"{realm}.seals")
