@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from producers.errors import ProducerError
 from producers.follow import FollowStats, SeenWindow, Start, follow
@@ -279,9 +280,11 @@ class Client:
         idle = _IdleStop(stop, idle_seconds)
         key = None if subscriber is None else str(subscriber)
         start = Start.BEGINNING if from_beginning else Start.NOW
+        records = cast(Generator[ConsumedRecord, None, None],  # follow is a generator function
+                       follow(self.connection, topic(realm, "updates"), stop, start=start, key=key, stats=stats,
+                              seen=SeenWindow()))
         try:
-            for consumed in follow(self.connection, topic(realm, "updates"), stop, start=start, key=key,
-                                   stats=stats, seen=SeenWindow()):
+            for consumed in records:
                 idle.reset()
                 record = Record.of(consumed)
                 try:
@@ -294,6 +297,7 @@ class Client:
                 yield update
         finally:
             idle.cancel()
+            records.close()  # its consumer leaves the group now, not when the generator is collected
 
     def publisher(self, realm: str, para: int, seed: bytes) -> Publisher:
         """A ``Publisher`` for ``para`` in ``realm`` signing with the ed25519 key of the 32-byte ``seed`` (a key
