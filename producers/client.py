@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ __all__ = [
     "ClientError",
     "Connection",
     "ConnectionSettingsError",
+    "FollowStats",
     "InvalidRecordError",
     "NoKafkaError",
     "Publish",
@@ -318,22 +320,25 @@ def _update(record: Record) -> Update:
 
 
 class _IdleStop:
-    """Sets ``stop`` once ``seconds`` pass without ``reset`` (never, for None)."""
+    """Sets ``stop`` once ``seconds`` pass without ``reset`` (never, for None): one watching thread, and a reset
+    per record is only a clock read."""
 
     def __init__(self, stop: threading.Event, seconds: float | None) -> None:
         self.stop = stop
         self.seconds = seconds
-        self._timer: threading.Timer | None = None
-        self.reset()
+        self.last = time.monotonic()
+        self._done = threading.Event()
+        if seconds is not None:
+            threading.Thread(target=self._watch, args=(seconds,), name="follow-idle", daemon=True).start()
+
+    def _watch(self, seconds: float) -> None:
+        while not self._done.wait(max(0.01, self.last + seconds - time.monotonic())):
+            if time.monotonic() - self.last >= seconds:
+                self.stop.set()
+                return
 
     def reset(self) -> None:
-        self.cancel()
-        if self.seconds is not None:
-            self._timer = threading.Timer(self.seconds, self.stop.set)
-            self._timer.daemon = True
-            self._timer.start()
+        self.last = time.monotonic()
 
     def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._done.set()

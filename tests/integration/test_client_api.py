@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from producers.client import Client, Connection
+from producers.client import Client, Connection, FollowStats, InvalidRecordError
 from producers.export import export_realm
 from producers.kafka_io import ProducedRecord, produce, read_topic, route_event_log
 from producers.schemas import validate
@@ -105,6 +105,12 @@ def test_following_updates_shows_each_once_and_skips_a_forged_record(kafka_setti
 
     one = run_example("api_follow.py", kafka_settings, realm, "--idle", "4", "--subscriber", "3001")
     assert {u["subscriber"] for u in map(json.loads, one.stdout.splitlines())} == {3001}
+
+    stats, invalid = FollowStats(), list[InvalidRecordError]()  # the same in this process: every copy counted as a duplicate
+    client = Client(Connection(str(kafka_settings.kafka_bootstrap)))
+    followed = list(client.follow_updates(realm, idle_seconds=3, stats=stats, on_invalid=invalid.append))
+    assert len(followed) == len(updates) and stats.duplicates == len(updates) // 2
+    assert [error.record.id for error in invalid] == ["forged"]
 
 
 def test_reading_a_topic_gives_its_records_checked_against_the_schema(kafka_settings: Settings) -> None:
