@@ -29,6 +29,8 @@ from streaming.kafka_broker import EmbeddedKafka
 from streaming.spark_session import LOG4J2_CONF, connector_jars, local_file_system_jar, pyspark_package_dir
 
 REPO = Path(__file__).resolve().parents[1]
+MAKE_ENV = {name: value for name, value in os.environ.items() if name not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
+"""A make of its own, whether or not the tests run under `make test` (no inherited jobserver or level)."""
 DOCKERFILE = REPO / "docker" / "Dockerfile"
 COMPOSE = REPO / "docker-compose.yml"
 
@@ -118,7 +120,8 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[l
             copy_step(step.argument, app, patterns)
         elif step.name == "RUN":
             for targets in make_targets(step.argument):
-                done = subprocess.run(["make", "-n", *targets], cwd=app, capture_output=True, text=True, check=False)
+                done = subprocess.run(["make", "-n", *targets], cwd=app, capture_output=True, text=True, check=False,
+                                      env=MAKE_ENV)
                 assert done.returncode == 0, f"RUN make {' '.join(targets)} cannot be planned:\n{done.stderr}"
                 plans.append((targets, done.stdout))
     return app, plans
@@ -175,7 +178,7 @@ def test_the_jars_the_job_and_the_broker_require_come_out_of_the_make_steps(
     (app / "jvm" / ".mvn").mkdir()
     (app / "jvm" / ".mvn" / "maven.config").write_text("-o\n")  # offline: the jars come from ~/.m2, never the network
     done = subprocess.run(["make", "-o", ".venv/.installed", *jvm_targets], cwd=app, capture_output=True, text=True,
-                          check=False, env={**os.environ, "MAKEFLAGS": ""})
+                          check=False, env=MAKE_ENV)
     assert done.returncode == 0, f"the JVM targets did not build (is ~/.m2 filled by `make setup`?):\n{done.stderr[-3000:]}"
 
     monkeypatch.setattr(streaming.paths, "REPO_ROOT", app)
