@@ -36,6 +36,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from producers.topics import Settings, consumer_config, ensure_realm_topics, producer_config
 from pubsub_core.codec.scale import encode_bytes
 from pubsub_core.envelope import AdmissionConfig, KeyRegistry, Signer, Topic, Unauthenticated, authenticate
+from producers.errors import ProducerError
 from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader, InputRecord, canonical_json
@@ -79,7 +80,7 @@ _FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, Kafka
 
 
 # -- errors ------------------------------------------------------------------------------------------------------
-class AuthorError(PubSubError):
+class AuthorError(ProducerError):
     """Base class of the block author's errors; each carries the realm."""
 
     def __init__(self, realm: str, message: str) -> None:

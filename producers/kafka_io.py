@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from producers.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, producer_config
-from pubsub_core.errors import PubSubError
+from producers.errors import ProducerError
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.ingest import is_blank
@@ -49,7 +49,7 @@ ID_HEADER = "id"
 """The output records' header carrying the simulator line's id."""
 
 
-class KafkaIOError(PubSubError):
+class KafkaIOError(ProducerError):
     """A produce or consume against Kafka failed; carries the topic and the reason."""
 
     def __init__(self, topic: str, reason: str) -> None:

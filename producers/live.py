@@ -58,7 +58,7 @@ from producers.workload import (
 )
 from pubsub_core.envelope import KeyRegistry, Origin
 from pubsub_core.envelope.admission import Unauthenticated, authenticate
-from pubsub_core.errors import PubSubError
+from producers.errors import ProducerError
 from pubsub_core.relay import InputRecord
 from pubsub_core.stages import GenesisRecord, IngestError, LineRouter, OutputRecord
 from pubsub_core.stages.ingest import decode_record
@@ -88,7 +88,7 @@ RESUME_STREAMS = ("upward", "extrinsics")
 """The input streams the live producer writes (besides the genesis), read back to resume."""
 
 
-class LiveRateError(PubSubError):
+class LiveRateError(ProducerError):
     """The asked publish rate cannot be sent within the per-para cap; carries the rate and the highest that fits."""
 
     def __init__(self, rate: float, limit: float, publishers: int, items_per_message: int, block_time: float) -> None:
@@ -103,7 +103,7 @@ class LiveRateError(PubSubError):
         self.block_time = block_time
 
 
-class GenesisMismatch(PubSubError):
+class GenesisMismatch(ProducerError):
     """The realm's genesis does not let this cast sign: it was made for other keys; carries what is missing."""
 
     def __init__(self, realm: str, missing: tuple[str, ...]) -> None:

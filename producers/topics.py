@@ -32,7 +32,7 @@ from typing import Protocol
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from pubsub_core.errors import PubSubError
+from producers.errors import ProducerError
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
 
@@ -79,7 +79,7 @@ class Settings(Protocol):
     def kafka_client_config(self) -> Mapping[str, str]: ...
 
 
-class TopicError(PubSubError):
+class TopicError(ProducerError):
     """Creating or inspecting a topic failed; carries the topic and Kafka's reason."""
 
     def __init__(self, topic: str, reason: str) -> None:

@@ -35,11 +35,14 @@ class SettingsError(StreamingError):
 
 
 class JarsMissingError(StreamingError):
-    """The Maven jars are not there: `make setup` (or mvn on jvm/pom.xml) has not run."""
+    """The JVM jars are not there: `make setup` has not run. It fetches jvm/lib/kafka and jvm/lib/spark-kafka
+    with Maven (the target ``jvm/lib/.fetched``) and builds jvm/lib/local-fs/pubsub-local-fs.jar with javac."""
 
     def __init__(self, folder: Path) -> None:
-        super().__init__(f"no jars in {folder}; run `make setup` (it runs mvn on jvm/pom.xml)")
+        target = "jvm/lib/local-fs/pubsub-local-fs.jar" if folder.name == "local-fs" else "jvm/lib/.fetched"
+        super().__init__(f"no jars in {folder}; run `make setup` (or only `make {target}`)")
         self.folder = folder
+        self.target = target
 
 
 class BrokerError(StreamingError):
