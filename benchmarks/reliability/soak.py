@@ -1,9 +1,9 @@
 """Soak (issue 12 item 4): a sustained live rate through the block author and the continuous job, with memory and
 state size sampled every 10 s; and the backlog measurement of item 5 (``--backlog``).
 
-    python -m benchmarks.soak                       # 10 minutes at 10 publishes/s, a block a second
-    python -m benchmarks.soak --minutes 3 --rate 6  # shorter
-    python -m benchmarks.soak --backlog 3000        # item 5: a realm whose input holds 3000 blocks at start
+    python -m benchmarks.reliability.soak                       # 10 minutes at 10 publishes/s, a block a second
+    python -m benchmarks.reliability.soak --minutes 3 --rate 6  # shorter
+    python -m benchmarks.reliability.soak --backlog 3000        # item 5: a realm whose input holds 3000 blocks at start
 
 Soak. Its own embedded broker; the live producer (``pubsub workload --live``, TTL mix ``0:0.3,5:0.4,30:0.3``:
 most values expire), the author and the job (local[2]) as subprocesses. The live producer never deregisters,
@@ -43,8 +43,8 @@ from pathlib import Path
 
 from confluent_kafka import Message, Producer
 
-from benchmarks.chaos import OutputTracker, Parts, cmdline, descendants, tail
-from benchmarks.follow import TopicFollower
+from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
+from benchmarks.reliability.follow import TopicFollower
 from producers.live import LiveSource, LiveSpec, read_resume_point
 from producers.live_run import WORKLOAD_AUTHOR_SEED
 from producers.topics import ensure_realm_topics, producer_config
@@ -424,7 +424,7 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="benchmarks.soak", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="benchmarks.reliability.soak", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\nSoak.")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="how long the live run lasts (default: 10)")
     parser.add_argument("--rate", type=float, default=10.0, help="publishes per second (default: 10)")

@@ -1,6 +1,6 @@
 """A fuzzer over every input edge of pubsub_core (issue 12): mutated valid encodings, or atheris (libFuzzer).
 
-    python -m benchmarks.fuzz --inputs N [--seed S] [--target NAME] [--seconds T] [--engine mutate|atheris]
+    python -m benchmarks.reliability.fuzz --inputs N [--seed S] [--target NAME] [--seconds T] [--engine mutate|atheris]
 
 Each target takes bytes. Seed corpora are VALID inputs (a generated workload's event log, examples/*.jsonl, the
 trie vectors, encodings built with the codecs); the default engine mutates them (bit flips, byte insert/delete,
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
 RESULTS = ROOT / "benchmarks" / "results" / "fuzz.json"
 
@@ -901,7 +901,7 @@ def _table(stats: dict[str, Stats], wall: float):  # noqa: ANN202 - a rich Table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.reliability.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument("--inputs", type=int, default=20_000, help="inputs in all (spread evenly over targets)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--target", action="append", choices=sorted(BUILDERS), help="repeatable; default: all")
