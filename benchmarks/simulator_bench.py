@@ -49,8 +49,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import write_result
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "simulator.json"
 REFERENCE = ROOT / "benchmarks" / "results" / "simulator_digest.json"
 LOG = Path("/tmp/simulator_bench_workload.jsonl")
 WORKLOAD_FLAGS = [
@@ -327,7 +328,7 @@ def main() -> None:
         print(f"no reference digest at {REFERENCE}; record one with --record TREE")
     if "ours-gc-default" in summary["trees"]:
         ok = ok and summary["trees"]["ours-gc-default"]["digest"] == ours["digest"]
-    RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"wrote {write_result('simulator', summary, module='benchmarks.simulator_bench')}")
     if not ok:
         sys.exit(1)
 
