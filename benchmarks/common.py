@@ -69,6 +69,13 @@ def command(argv: Sequence[str] | None = None, module: str | None = None) -> str
     return "python -m " + " ".join(shlex.quote(part) for part in [name, *args])
 
 
+def build() -> str:
+    """Which build of the protocol this process runs (``compiled`` or ``pure-Python``): CPU figures depend on it."""
+    from pubsub_core.native import build_name
+
+    return build_name()
+
+
 def write_result(name: str, figures: Any, *, module: str, argv: Sequence[str] | None = None,
                  path: Path | None = None) -> Path:
     """Write ``figures`` to benchmarks/results/<name>.json (or ``path``) with what produced them."""
@@ -79,6 +86,7 @@ def write_result(name: str, figures: Any, *, module: str, argv: Sequence[str] | 
         "commit": commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "machine": machine(),
+        "build": build(),
         "figures": figures,
     }
     target.parent.mkdir(parents=True, exist_ok=True)

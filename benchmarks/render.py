@@ -25,7 +25,8 @@ def provenance(record: Mapping[str, Any]) -> str:
     m = record.get("machine", {})
     memory = f", {m['memory_gib']:g} GiB" if m.get("memory_gib") else ""
     line = (f"Produced by `{record['command']}` at commit `{record['commit']}` on {record['date']}, "
-            f"{m.get('cores', '?')} cores ({m.get('cpu', 'unknown CPU')}{memory}), Python {m.get('python', '?')}.")
+            f"{m.get('cores', '?')} cores ({m.get('cpu', 'unknown CPU')}{memory}), Python {m.get('python', '?')}"
+            + (f", the protocol's {record['build']} build." if record.get("build") else "."))
     if record.get("source"):
         line += f" {record['source']}"
     return line
@@ -215,7 +216,7 @@ def simulator(record: Mapping[str, Any]) -> str:
 
 
 def latency(record: Mapping[str, Any]) -> str:
-    rows = [[f"{r['block_time_s']:g}", f"{r['rate']:g}", r["publishers"], r["subscribers"], r["latency"]["count"],
+    rows = [[f"{r['block_time_s']:g}", f"{r['rate']:g}", r["publishers"], r["subscribers"], f"{r['latency']['count']:,}",
              f"{r['latency']['p50_ms']:,.0f}", f"{r['latency']['p95_ms']:,.0f}", f"{r['latency']['p99_ms']:,.0f}",
              f"{r['stages_s']['block_to_view']['p50'] * 1e3:,.0f}",
              f"{r['stages_s']['view_to_update']['p50'] * 1e3:,.0f}"] for r in record["figures"]["runs"]]
@@ -230,6 +231,18 @@ def progress(record: Mapping[str, Any]) -> str:
              f"{f['python_cpu_ms_per_poll'][name]:.2f}"] for name, ms in f["ms_per_poll"].items()]
     return (f"{f['entries']} progress entries of {f['entry_json_bytes']:,} bytes held by Spark, {f['polls']} polls.\n\n"
             + markdown_table(["poll", "ms per poll", "range", "Python CPU ms"], rows))
+
+
+def state(record: Mapping[str, Any]) -> str:
+    best = record["figures"]["ops_per_cpu_second"]
+    sides = list(best)
+    header = ["pattern", *(f"{side}: ops per CPU s" for side in sides)]
+    rows = [[name, *(f"{best[side][name]:,.0f}" for side in sides)] for name in best["ours"]]
+    if "baseline" in best:
+        header.append("ours / baseline")
+        for row, name in zip(rows, best["ours"], strict=True):
+            row.append(f"{best['ours'][name] / best['baseline'][name]:.2f}x")
+    return markdown_table(header, rows)
 
 
 def admission(record: Mapping[str, Any]) -> str:
@@ -256,6 +269,7 @@ def admission(record: Mapping[str, Any]) -> str:
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "metering": metering, "seam": seam, "trie": trie, "simulator": simulator, "pipeline": pipeline, "mapstate": mapstate,
     "scaling": scaling, "admission": admission, "latency": latency, "progress": progress,
+    "state": state,
 }
 """Result name (benchmarks/results/<name>.json) -> its table; the doc's section markers use the same name."""
 
