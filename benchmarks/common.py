@@ -54,12 +54,14 @@ def machine() -> dict[str, Any]:
 
 
 def commit() -> str:
-    """The commit the benchmark ran at, with ``-dirty`` when the tree had changes (so a figure names its code)."""
+    """The commit the benchmark ran at, with ``-dirty`` when its code had changes (so a figure names its code).
+
+    Results and plots, what benchmarks write, do not count as changes."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
     head = git("rev-parse", "--short=10", "HEAD") or "unknown"
-    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results", ":!docs/img") else "")
 
 
 def command(argv: Sequence[str] | None = None, module: str | None = None) -> str:
