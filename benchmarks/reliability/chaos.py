@@ -1,4 +1,4 @@
-"""Chaos run (issue 12 item 1): live traffic through the live producer, the block author and the continuous job
+"""Chaos run: live traffic through the live producer, the block author and the continuous job
 while a seeded schedule kills things; at the end the realm is exported and every output topic compared with the
 simulator over the exported log.
 

@@ -1,4 +1,4 @@
-"""A fuzzer over every input edge of pubsub_core (issue 12): mutated valid encodings, or atheris (libFuzzer).
+"""A fuzzer over every input edge of pubsub_core: mutated valid encodings, or atheris (libFuzzer).
 
     python -m benchmarks.reliability.fuzz --inputs N [--seed S] [--target NAME] [--seconds T] [--engine mutate|atheris]
 

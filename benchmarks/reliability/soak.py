@@ -1,9 +1,9 @@
-"""Soak (issue 12 item 4): a sustained live rate through the block author and the continuous job, with memory and
-state size sampled every 10 s; and the backlog measurement of item 5 (``--backlog``).
+"""Soak: a sustained live rate through the block author and the continuous job, with memory and state size sampled
+every 10 s; and how long a job takes to start on a realm whose input holds a backlog (``--backlog``).
 
     python -m benchmarks.reliability.soak                       # 10 minutes at 10 publishes/s, a block a second
     python -m benchmarks.reliability.soak --minutes 3 --rate 6  # shorter
-    python -m benchmarks.reliability.soak --backlog 3000        # item 5: a realm whose input holds 3000 blocks at start
+    python -m benchmarks.reliability.soak --backlog 3000        # a realm whose input holds 3000 blocks at start
 
 Soak. Its own embedded broker; the live producer (``pubsub workload --live``, TTL mix ``0:0.3,5:0.4,30:0.3``:
 most values expire), the author and the job (local[2]) as subprocesses. The live producer never deregisters,
@@ -349,7 +349,7 @@ def plot(result: dict[str, object], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
-# -- item 5: a backlog at start ---------------------------------------------------------------------------------
+# -- a backlog at start: how long the job takes to start ---------------------------------------------------------------
 def peak_sampler(root: int, stop: threading.Event, peaks: dict[str, int]) -> None:
     while not stop.is_set():
         for key, value in tree_rss(root).items():
