@@ -1,4 +1,4 @@
-"""The short fuzz run (issue 12): 20,000 mutated inputs spread over every target, seeded, 0 failures.
+"""The short fuzz run: 20,000 mutated inputs spread over every target, seeded, 0 failures.
 
 The long run is ``python -m benchmarks.reliability.fuzz --inputs 1000000`` (docs/reliability.md). A failure here leaves
 its reproducer under tmp_path (not tests/fuzz/regressions: copy it there once the bug is fixed)."""

@@ -321,7 +321,7 @@ def test_partial_cleanup_under_weight_limit() -> None:
 
 
 def test_on_idle_work_is_proportional_to_what_it_scans() -> None:
-    """Issue 13, item 7: on_idle neither loads nor sorts the whole TtlData map; it reads the TTL index as far as
+    """on_idle neither loads nor sorts the whole TtlData map; it reads the TTL index as far as
     it scans, and every read is charged."""
     cfg = BroadcasterConfig(max_stored_keys=50, max_total_storage_size=100_000, max_ttl_scans_per_idle=5)
     pallet, backend = Broadcaster(cfg), MemoryBackend()

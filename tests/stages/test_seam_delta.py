@@ -1,4 +1,4 @@
-"""The delta seam (issue 11 target 3): Stage R sends each subscriber only the nodes of its proof P_n that were not
+"""The delta seam: Stage R sends each subscriber only the nodes of its proof P_n that were not
 in its previous view's P_{n-1}; Stage S keeps a mirror of relay nodes and runs the one pass over it.
 
 The outputs must not depend on the seam mode, nor on when Stage S collects its mirror; each delta is P_n minus
