@@ -102,6 +102,16 @@ def read_result(name: str, path: Path | None = None) -> dict[str, Any]:
     return record
 
 
+def save_plot(fig: Any, path: Path, dpi: int = 100) -> None:
+    """Lay out a matplotlib figure, write it to ``path`` (its folder made) and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str | None = None) -> str:
     """A markdown table; ``align`` is one character per column, ``l`` or ``r`` (default: first left, rest right)."""
     align = align or "l" + "r" * (len(header) - 1)

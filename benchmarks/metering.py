@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from benchmarks.common import read_result, write_result
+from benchmarks.common import read_result, save_plot, write_result
 from benchmarks.render import RENDERERS
 from pubsub_core.codec.types import PublishedEntry, SubscribedKey
 from pubsub_core.hashing import blake2_256
@@ -270,10 +270,7 @@ def plot(rows: list[BlockRow], sweep: list[tuple[float, dict[str, float]]], path
     right.set_title("update-rate sweep", fontsize=9)
     right.legend(fontsize=8)
     right.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> None:

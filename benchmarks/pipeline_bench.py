@@ -159,14 +159,10 @@ def run_simulator(lines: Sequence[bytes]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------------ job
-def cpu_by_part() -> dict[str, float]:
-    """CPU seconds so far of each live descendant (with what it reaped), by part: ``broker`` (the embedded Kafka
-    JVM), ``spark-jvm``, ``python-workers`` (pyspark's daemon and workers, and the driver-side schema runners),
-    ``other``; this process itself is ``driver``. Differences between two calls say where a run's CPU went."""
+def descendants_cpu() -> dict[int, tuple[float, str]]:
+    """Every live descendant of this process: pid -> (CPU seconds so far, with the children it reaped; its command
+    line), read from /proc."""
     tick = os.sysconf("SC_CLK_TCK")
-    own = os.times()
-    parts: dict[str, float] = defaultdict(float)
-    parts["driver"] = own.user + own.system
     parents: dict[int, int] = {}
     info: dict[int, tuple[float, str]] = {}
     for entry in Path("/proc").iterdir():
@@ -182,14 +178,26 @@ def cpu_by_part() -> dict[str, float]:
     children: dict[int, list[int]] = defaultdict(list)
     for pid, ppid in parents.items():
         children[ppid].append(pid)
+    found: dict[int, tuple[float, str]] = {}
     stack = list(children[os.getpid()])
     while stack:
         pid = stack.pop()
-        seconds, command = info.get(pid, (0.0, ""))
+        found[pid] = info.get(pid, (0.0, ""))
+        stack += children[pid]
+    return found
+
+
+def cpu_by_part() -> dict[str, float]:
+    """CPU seconds so far of each live descendant (with what it reaped), by part: ``broker`` (the embedded Kafka
+    JVM), ``spark-jvm``, ``python-workers`` (pyspark's daemon and workers, and the driver-side schema runners),
+    ``other``; this process itself is ``driver``. Differences between two calls say where a run's CPU went."""
+    own = os.times()
+    parts: dict[str, float] = defaultdict(float)
+    parts["driver"] = own.user + own.system
+    for seconds, command in descendants_cpu().values():
         part = ("broker" if "kafka.Kafka" in command else "spark-jvm" if "java" in command.split(" ")[0]
                 else "python-workers" if "pyspark" in command or "python" in command.split(" ")[0] else "other")
         parts[part] += seconds
-        stack += children[pid]
     return dict(parts)
 
 
@@ -197,29 +205,9 @@ def tree_cpu_seconds() -> float:
     """CPU seconds (user + system) used so far by this process, its reaped children, and every live descendant
     with the children each of those reaped: the driver, Spark's JVM, its Python workers and the embedded
     broker. On a shared machine this is the cost that other work does not inflate, unlike wall time."""
-    tick = os.sysconf("SC_CLK_TCK")
     own = os.times()
-    total = own.user + own.system + own.children_user + own.children_system
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = sum(int(f) for f in fields[11:15]) / tick
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, ppid in parents.items():
-        children[ppid].append(pid)
-    stack = list(children[os.getpid()])
-    while stack:
-        pid = stack.pop()
-        total += times.get(pid, 0.0)
-        stack += children[pid]
-    return total
+    own_seconds = own.user + own.system + own.children_user + own.children_system
+    return own_seconds + sum(seconds for seconds, _ in descendants_cpu().values())
 
 
 def jit_seconds() -> float | None:
@@ -822,10 +810,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         right.set_title("bytes on the seam (relay-views records)", fontsize=9)
         right.legend(fontsize=8)
         right.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    common.save_plot(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

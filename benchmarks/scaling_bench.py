@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import read_result, write_result
+from benchmarks.common import read_result, save_plot, write_result
 from benchmarks.render import RENDERERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -370,10 +370,7 @@ def plot(points: Sequence[Point], path: Path) -> bool:
             ax.set_xscale("log", base=2)
             ax.set_xticks(scales, [f"{s}x" for s in scales])
             ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_plot(fig, path)
     return True
 
 

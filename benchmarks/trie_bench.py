@@ -29,7 +29,7 @@ from typing import Any
 from rich.progress import Progress
 from trie import HexaryTrie
 
-from benchmarks.common import read_result, write_result
+from benchmarks.common import read_result, save_plot, write_result
 from benchmarks.render import RENDERERS
 from pubsub_core.trie import StateNodeStore, Trie, read_proof
 from state import MemoryBackend, StateTransaction
@@ -242,9 +242,7 @@ def plot(results: list[SizeResult]) -> None:
         ax.set_ylabel("microseconds per operation (log)")
         ax.set_title(f"{r.size:,} entries")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize="small")
-    fig.tight_layout()
-    PLOT.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(PLOT, dpi=100)
+    save_plot(fig, PLOT)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from confluent_kafka import Message, Producer
 
+from benchmarks.common import save_plot
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
 from benchmarks.reliability.follow import TopicFollower
 from producers.live import LiveSource, LiveSpec, read_resume_point
@@ -344,9 +345,7 @@ def plot(result: dict[str, object], path: Path) -> None:
     assert isinstance(plan, dict)
     fig.suptitle(f"soak: {plan['rate']:g} publishes/s, block {plan['block_time']:g} s, "
                  f"{plan['minutes']:g} min (local[2])")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    save_plot(fig, path, dpi=90)
 
 
 # -- a backlog at start: how long the job takes to start ---------------------------------------------------------------
