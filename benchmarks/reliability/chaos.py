@@ -49,6 +49,7 @@ from pathlib import Path
 
 from confluent_kafka import Message
 
+from benchmarks.common import write_result
 from benchmarks.reliability.follow import TopicFollower
 from producers.live_run import WORKLOAD_AUTHOR_SEED
 from producers.topics import ensure_realm_topics
@@ -638,11 +639,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures = result.figures()
     print(json.dumps(figures, indent=2))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"figures": figures, "plan": result.plan, "topics": result.topics,
-                                         "pending_at_end": result.pending_at_end,
-                                         "events": [asdict(e) | {"restarted": None} for e in result.events],
-                                         "notes": result.unplanned_notes}, indent=2) + "\n")
+        write_result("chaos", {"figures": figures, "plan": result.plan, "topics": result.topics,
+                               "pending_at_end": result.pending_at_end,
+                               "events": [asdict(e) | {"restarted": None} for e in result.events],
+                               "notes": result.unplanned_notes},
+                     module="benchmarks.reliability.chaos", argv=argv, path=args.json)
     return 0 if result.ok else 1
 
 

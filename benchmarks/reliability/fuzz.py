@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from benchmarks.common import write_result
+
 ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
-RESULTS = ROOT / "benchmarks" / "results" / "fuzz.json"
 
 MAX_SECONDS = 2.0
 """An input taking more CPU seconds than this is a failure (a hang); wall time is reported too."""
@@ -908,7 +909,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long even if inputs remain")
     parser.add_argument("--engine", choices=("mutate", "atheris"), default="mutate")
     parser.add_argument("--no-memory", action="store_true", help="skip tracemalloc (faster; no memory oracle)")
-    parser.add_argument("--json", type=Path, default=None, help=f"write figures here (e.g. {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--json", type=Path, default=None, help="write figures here (e.g. benchmarks/results/fuzz.json)")
     args = parser.parse_args(argv)
     names = args.target or list(BUILDERS)
     from rich.console import Console
@@ -955,8 +956,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python": sys.version.split()[0],
             "targets": {name: s.to_json() for name, s in stats.items()},
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(body, indent=2) + "\n")
+        write_result("fuzz", body, module="benchmarks.reliability.fuzz", argv=argv, path=args.json)
     for name, s in stats.items():
         for label, count in s.failures.items():
             console.print(f"[red]FAILURE[/] {name}: {label} ×{count}")

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from confluent_kafka import Message, Producer
 
-from benchmarks.common import save_plot
+from benchmarks.common import save_plot, write_result
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
 from benchmarks.reliability.follow import TopicFollower
 from producers.live import LiveSource, LiveSpec, read_resume_point
@@ -437,25 +437,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="maxOffsetsPerTrigger values for --backlog, comma-separated (default: none,2000,200)")
     parser.add_argument("--work", type=Path, metavar="DIR",
                         help="scratch folder for the broker, checkpoints and logs (default: a new temporary one)")
-    parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "soak.json",
-                        help="results file, updated in place (default: benchmarks/results/soak.json)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="results file (default: benchmarks/results/soak.json, or soak_backlog.json)")
     parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "soak.png",
                         help="the plot of the soak's samples (default: docs/img/soak.png)")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="pubsub-soak-"))
-    previous = json.loads(args.json.read_text()) if args.json.exists() else {}
+    module = "benchmarks.reliability.soak"
     if args.backlog:
         caps = [None if c == "none" else int(c) for c in args.caps.split(",")]
-        previous["backlog"] = run_backlog(args.backlog, caps, work)
-        args.json.write_text(json.dumps(previous, indent=2) + "\n")
-        return 0 if all(r["equal_to_simulator"] for r in previous["backlog"]["runs"]) else 1
+        backlog = run_backlog(args.backlog, caps, work)
+        print(f"wrote {write_result('soak_backlog', backlog, module=module, argv=argv, path=args.json)}")
+        return 0 if all(r["equal_to_simulator"] for r in backlog["runs"]) else 1
     plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn)
     result = run_soak(plan, work)
     plot(result, args.png)
-    previous["soak"] = result
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(previous, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
+    print(f"wrote {write_result('soak', result, module=module, argv=argv, path=args.json)}")
     return 0 if result.get("equal_to_simulator") else 1
 
 
