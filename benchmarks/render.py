@@ -210,8 +210,11 @@ def simulator(record: Mapping[str, Any]) -> str:
              f"`{t['digest'][:12]}`"] for name, t in figures["trees"].items()]
     table = markdown_table(["tree", "commit", "build", "best CPU (s)", "publishes per CPU s", "output digest"], rows,
                            "lllrrl")
-    if "speedup" in figures:
-        table += f"\n\nSpeed-up over the baseline: {figures['speedup']:.2f}x, outputs byte for byte the same."
+    trees = figures["trees"]
+    if "speedup" in figures and "baseline" in trees:
+        same = trees["baseline"]["digest"] == trees["ours"]["digest"]
+        table += (f"\n\nSpeed-up over the baseline: {figures['speedup']:.2f}x; outputs "
+                  + ("byte for byte the same." if same else "**differ** (the digests are not equal)."))
     return table
 
 
