@@ -257,6 +257,8 @@ def main() -> None:
                         help="also run this checkout with CPython's default collector schedule, interleaved")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions inside the stages under callgrind (one run per compiled tree)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where the results go (default: benchmarks/results/simulator.json)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -330,7 +332,7 @@ def main() -> None:
         print(f"no reference digest at {REFERENCE}; record one with --record TREE")
     if "ours-gc-default" in summary["trees"]:
         ok = ok and summary["trees"]["ours-gc-default"]["digest"] == ours["digest"]
-    print(f"wrote {write_result('simulator', summary, module='benchmarks.simulator_bench')}")
+    print(f"wrote {write_result('simulator', summary, module='benchmarks.simulator_bench', path=args.json)}")
     if not ok:
         sys.exit(1)
 
