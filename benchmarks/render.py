@@ -285,10 +285,13 @@ def render(name: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.render", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", choices=[[], *RENDERERS], metavar="NAME",
+    parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"results to render (default: all of {', '.join(RENDERERS)})")
     parser.add_argument("--print", action="store_true", help="print the sections instead of writing the doc")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in RENDERERS]
+    if unknown:
+        parser.error(f"no table for {', '.join(unknown)}: choose from {', '.join(RENDERERS)}")
     missing = 0
     for name in args.names or RENDERERS:
         if not (RESULTS_DIR / f"{name}.json").exists():
