@@ -61,7 +61,8 @@ def commit() -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
     head = git("rev-parse", "--short=10", "HEAD") or "unknown"
-    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results", ":!docs/img") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results", ":!docs/img")
+    return head + ("-dirty" if changed else "")
 
 
 def command(argv: Sequence[str] | None = None, module: str | None = None) -> str:

@@ -613,8 +613,8 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
     logs = load_logs(names)
     steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5 + len(logs) * (2 * (runs + warmup) - 1))
     results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit, "runs": runs, "warmup": warmup,
-                               "workload_spec": dataclasses.asdict(WORKLOAD), "standard_spec": dataclasses.asdict(STANDARD),
-                               "cuts": list(cuts), "logs": {}}
+                               "workload_spec": dataclasses.asdict(WORKLOAD),
+                               "standard_spec": dataclasses.asdict(STANDARD), "cuts": list(cuts), "logs": {}}
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:

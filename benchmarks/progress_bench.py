@@ -113,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--entries", type=int, default=100, help="progress entries Spark keeps (default 100)")
     parser.add_argument("--polls", type=int, default=50, help="timed polls per way (default 50)")
-    parser.add_argument("--out", type=Path, default=None, help="results file (default benchmarks/results/progress.json)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results file (default benchmarks/results/progress.json)")
     args = parser.parse_args(argv)
     from streaming.spark_session import build_spark
 

@@ -219,7 +219,8 @@ def simulator(record: Mapping[str, Any]) -> str:
 
 
 def latency(record: Mapping[str, Any]) -> str:
-    rows = [[f"{r['block_time_s']:g}", f"{r['rate']:g}", r["publishers"], r["subscribers"], f"{r['latency']['count']:,}",
+    rows = [[f"{r['block_time_s']:g}", f"{r['rate']:g}", r["publishers"], r["subscribers"],
+             f"{r['latency']['count']:,}",
              f"{r['latency']['p50_ms']:,.0f}", f"{r['latency']['p95_ms']:,.0f}", f"{r['latency']['p99_ms']:,.0f}",
              f"{r['stages_s']['block_to_view']['p50'] * 1e3:,.0f}",
              f"{r['stages_s']['view_to_update']['p50'] * 1e3:,.0f}"] for r in record["figures"]["runs"]]
@@ -270,8 +271,8 @@ def admission(record: Mapping[str, Any]) -> str:
 
 
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "metering": metering, "seam": seam, "trie": trie, "simulator": simulator, "pipeline": pipeline, "mapstate": mapstate,
-    "scaling": scaling, "admission": admission, "latency": latency, "progress": progress,
+    "metering": metering, "seam": seam, "trie": trie, "simulator": simulator, "pipeline": pipeline,
+    "mapstate": mapstate, "scaling": scaling, "admission": admission, "latency": latency, "progress": progress,
     "state": state,
 }
 """Result name (benchmarks/results/<name>.json) -> its table; the doc's section markers use the same name."""

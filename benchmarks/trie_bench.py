@@ -252,7 +252,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--proofs", type=int, default=1000, help="keys proven and verified per size")
     parser.add_argument("--seed", type=int, default=160)
     parser.add_argument("--skip-pytrie", action="store_true", help="only our trie (no comparison, no plot)")
-    parser.add_argument("--json", type=Path, default=None, help="where the results go (default: benchmarks/results/trie.json)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where the results go (default: benchmarks/results/trie.json)")
     args = parser.parse_args(argv)
     from pubsub_core.native import build_name
 

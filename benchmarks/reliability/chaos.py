@@ -2,9 +2,9 @@
 while a seeded schedule kills things; at the end the realm is exported and every output topic compared with the
 simulator over the exported log.
 
-    python -m benchmarks.reliability.chaos                      # 200+ blocks, 20 job kills, 3 broker restarts, 2 author
-                                                    # kills, 1 executor kill (standalone cluster phase)
-    python -m benchmarks.reliability.chaos --short              # 30 blocks, 3 job kills, 1 broker restart, 1 author kill
+    python -m benchmarks.reliability.chaos           # 200+ blocks, 20 job kills, 3 broker restarts, 2 author kills,
+                                                     # 1 executor kill (standalone cluster phase)
+    python -m benchmarks.reliability.chaos --short   # 30 blocks, 3 job kills, 1 broker restart, 1 author kill
     python -m benchmarks.reliability.chaos --blocks 300 --seed 7 --json benchmarks/results/chaos.json
 
 What is killed, and how:

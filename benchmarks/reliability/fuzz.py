@@ -909,7 +909,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long even if inputs remain")
     parser.add_argument("--engine", choices=("mutate", "atheris"), default="mutate")
     parser.add_argument("--no-memory", action="store_true", help="skip tracemalloc (faster; no memory oracle)")
-    parser.add_argument("--json", type=Path, default=None, help="write figures here (e.g. benchmarks/results/fuzz.json)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write figures here (e.g. benchmarks/results/fuzz.json)")
     args = parser.parse_args(argv)
     names = args.target or list(BUILDERS)
     from rich.console import Console

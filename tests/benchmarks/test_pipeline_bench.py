@@ -1,4 +1,4 @@
-"""The pipeline benchmark's runs table (benchmarks/render.py) over repeated runs: medians, ranges and per-pair ratios."""
+"""The pipeline benchmark's runs table (benchmarks/render.py) over repeated runs: medians, ranges, per-pair ratios."""
 
 from __future__ import annotations
 
