@@ -6,22 +6,21 @@ it, send Publish traffic for --seconds, drain, then measure from Kafka timestamp
 first view of that block on the seam (written by Stage R) -> each update (written by Stage S), and the job's per-batch
 durations from its progress lines. Writes benchmarks/results/latency.json and docs/img/latency_<T>s.png.
 
-    .venv/bin/python benchmarks/latency_bench.py                     # 6 s and 1 s blocks, 500 publishes/s
-    .venv/bin/python benchmarks/latency_bench.py --block-time 1 --seconds 60
+    .venv/bin/python -m benchmarks.latency_bench                   # 6 s and 1 s blocks, 500 publishes/s
+    .venv/bin/python -m benchmarks.latency_bench --block-time 1 --seconds 60
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import re
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import read_result, write_result
+from benchmarks.render import RENDERERS
 from cli.commands.demo_live import plot_latency_and_pov
 from producers.latency import percentile
 from producers.live import LiveRateError, Pacing
@@ -124,7 +123,7 @@ def main() -> int:
                         help="the job's micro-batch interval (default: 0.5)")
     parser.add_argument("--drain-timeout", type=float, default=240.0, metavar="SECONDS",
                         help="how long to wait for the job to serve the last block (default: 240)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "latency.json",
+    parser.add_argument("--out", type=Path, default=None,
                         help="results file (default: benchmarks/results/latency.json)")
     args = parser.parse_args()
     settings, broker = ensure_kafka(load_settings(), EmbeddedKafka())
@@ -133,11 +132,9 @@ def main() -> int:
     finally:
         if broker is not None and broker.started_here:
             broker.stop()
-    load = os.getloadavg()
-    args.out.write_text(json.dumps({"machine": {"cores": os.cpu_count(), "python": platform.python_version(),
-                                                "load_average_at_end": [round(x, 2) for x in load]},
-                                    "runs": runs}, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    path = write_result("latency", {"runs": runs}, module="benchmarks.latency_bench", path=args.out)
+    print(RENDERERS["latency"](read_result("latency", path)))
+    print(f"wrote {path}")
     return 0
 
 

@@ -54,15 +54,15 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.common import write_result
 from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from state.spark import MapStateLike
+    from benchmarks.common import write_result
+from state.spark import MapStateLike
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "mapstate.json"
 CALLS = "calls"
 """The pattern of many small values: the per-call cost."""
 INPUT_SCHEMA = "pattern string, size long, count long, step long, run long"
@@ -301,16 +301,6 @@ def fit_line(points: Sequence[tuple[int, float]]) -> Fit:
     return Fit((sy - slope * sx) / sw, 1 / slope if slope > 0 else float("inf"))
 
 
-def median_fits(path: Path = RESULTS) -> dict[str, Fit] | None:
-    """Per op (``get``, ``update``), the median fixed cost and rate over the runs of a results file this benchmark
-    wrote; None if there is none."""
-    if not path.exists():
-        return None
-    found = json.loads(path.read_text())["fits"]
-    return {op: Fit(statistics.median(f["fixed_seconds"] for f in found[op]),
-                    statistics.median(f["bytes_per_second"] for f in found[op])) for op in ("get", "update")}
-
-
 def fits(timings: Sequence[Timing], chosen: Sequence[Pattern], op: str) -> list[Fit]:
     """One fit per run over every pattern's per-call time of ``op`` in the later batches."""
     found = []
@@ -393,11 +383,6 @@ def warmup_line(warmup: Sequence[Timing], counted: Sequence[Timing]) -> str:
     return "warm-up run, left out, calls pattern: " + "; ".join(parts)
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in rows)])
-
-
 def rich_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     table = Table(title=title)
     for index, name in enumerate(header):
@@ -451,8 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--total-mib", type=int, default=4, help="MiB per byte pattern (default 4)")
     parser.add_argument("--min-values", type=int, default=4, help="values per byte pattern at least (default 4)")
     parser.add_argument("--rewrites", type=int, default=2, help="read-and-update batches after the write (default 2)")
-    parser.add_argument("--output", type=Path, default=RESULTS,
-                        help=f"where the JSON results go (default {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="where the JSON results go (default benchmarks/results/mapstate.json)")
     args = parser.parse_args(argv)
     if (args.call_bytes < 8 or min(args.sizes) < 1 or min(args.calls, args.min_values) < 2 or args.runs < 1
             or args.warmup < 0 or args.rewrites < 1):
@@ -462,8 +447,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from benchmarks.pipeline_bench import machine
 
-    facts = machine()  # before Spark starts: its load_average_start is this run's
-    load_start = facts["load_average_start"]
+    facts = machine()  # before Spark starts: its load average is this run's start
+    load_start = facts["load_average"]
     console.print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}")
     timings = run_all(chosen, args.warmup + args.runs, args.rewrites)
     load_end = os.getloadavg()
@@ -482,17 +467,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in notes:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
 
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     results = {"machine": facts, "load_average_end": load_end,
                "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                "patterns": [dataclasses.asdict(p) for p in chosen],
                "fits": {op: [dataclasses.asdict(f) for f in fits(counted, chosen, op)] for op in ("get", "update")},
                "timings": [dataclasses.asdict(t) for t in timings]}
-    args.output.write_text(json.dumps(results, indent=1) + "\n")
-    console.print(f"wrote {args.output}\n")
-    markdown = "\n\n".join(f"{title}:\n\n{markdown_table(header, rows)}" for title, header, rows in tables)
-    console.print(markdown + "\n\n" + "\n".join(f"- {note}" for note in notes), markup=False, highlight=False,
-                  soft_wrap=True)
+    path = write_result("mapstate", results, module="benchmarks.mapstate_bench", argv=argv, path=args.output)
+    console.print(f"wrote {path}\n")
     return 0
 
 

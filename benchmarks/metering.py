@@ -2,9 +2,9 @@
 
 Run from the repository root:
 
-    .venv/bin/python -m benchmarks.metering            # default workload, prints the table
-    .venv/bin/python -m benchmarks.metering --update-docs   # also rewrites docs/benchmarks.md "## Metering"
-                                                            # and docs/img/metering.png
+    .venv/bin/python -m benchmarks.metering            # writes benchmarks/results/metering.json, docs/img/metering.png
+    .venv/bin/python -m benchmarks.metering --seam     # the relay-view seam: benchmarks/results/seam.json
+    .venv/bin/python -m benchmarks.render metering seam   # their tables in docs/benchmarks.md
 
 Per relay block, in the same run and on the same relay state:
 - with cache: the proof ``collate`` builds (Prune) and Verify accepts, plus what Verify read from the
@@ -21,13 +21,14 @@ bytes and JSON record bytes, and Stage S's step time on each.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from benchmarks.common import read_result, save_plot, write_result
+from benchmarks.render import RENDERERS
 from pubsub_core.codec.types import PublishedEntry, SubscribedKey
 from pubsub_core.hashing import blake2_256
 from pubsub_core.subscriber import (
@@ -47,10 +48,9 @@ from pubsub_core.subscriber import set_subscriptions
 from pubsub_core.trie import RelayTries
 from state import MemoryBackend, StateTransaction
 
+
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "img" / "metering.png"
-RESULTS = ROOT / "docs" / "img" / "metering.json"
 SWEEP_RATES = (0.001, 0.003, 0.01, 0.03)
 SWEEP_BLOCKS = 10
 
@@ -218,21 +218,9 @@ def run_seam(work: Workload) -> list[SeamRow]:
     return rows
 
 
-def seam_markdown(work: Workload, rows: list[SeamRow]) -> str:
-    mean = {name: statistics.fmean(getattr(row, name) for row in rows) for name in SeamRow.__dataclass_fields__}
-    return f"""### The relay-view seam (issue 11 target 3)
-
-Same workload, one subscriber ({work.subscribed_keys} keys of each of {len(work.publishers)} publishers), {work.blocks} measured blocks, means per block. Run: `.venv/bin/python -m benchmarks.metering --seam`.
-
-| per subscriber per block (mean) | full view | delta view | delta / full |
-|---|---:|---:|---:|
-| proof nodes | {mean["full_nodes"]:,.0f} | {mean["delta_nodes"]:,.0f} | {mean["delta_nodes"] / mean["full_nodes"]:.1%} |
-| raw proof-node bytes | {mean["full_bytes"]:,.0f} | {mean["delta_bytes"]:,.0f} | {mean["delta_bytes"] / mean["full_bytes"]:.1%} |
-| JSON record bytes | {mean["full_record"]:,.0f} | {mean["delta_record"]:,.0f} | {mean["delta_record"] / mean["full_record"]:.1%} |
-| Stage S step, CPU ms (full: checking mode, two-pass) | {mean["full_step_cpu"] * 1e3:,.1f} | {mean["delta_step_cpu"] * 1e3:,.1f} | {mean["delta_step_cpu"] / mean["full_step_cpu"]:.2f}x |
-
-Changed nodes on the subscriber's paths (P_n minus P_(n-1), computed apart from the seam): {mean["changed_bytes"]:,.0f} bytes per block; the delta view carries {mean["delta_bytes"] / mean["changed_bytes"]:.2f}x that.
-"""
+def seam_summary(rows: list[SeamRow]) -> dict[str, float]:
+    """Per-block means of the seam rows (full against delta views), as the ``seam`` result stores them."""
+    return {name: statistics.fmean(getattr(row, name) for row in rows) for name in SeamRow.__dataclass_fields__}
 
 
 def summarize(rows: list[BlockRow]) -> dict[str, float]:
@@ -248,61 +236,6 @@ def summarize(rows: list[BlockRow]) -> dict[str, float]:
         "pov_ratio_to_lower_bound": mean["with_cache_pov"] / mean["lower_bound"],
         "all_complete": float(all(row.complete for row in rows)),
     }
-
-
-def markdown(work: Workload, summary: dict[str, float], sweep: list[tuple[float, dict[str, float]]]) -> str:
-    sweep_rows = "\n".join(
-        f"| {rate:.1%} | {int(work.keys_per_publisher * rate):,} | {s['with_cache']:,.0f} | {s['without_cache']:,.0f} | "
-        f"{s['lower_bound']:,.0f} | {s['saving_vs_no_cache']:.1%} | "
-        f"{1 - s['lower_bound'] / s['without_cache']:.1%} | {s['ratio_to_lower_bound']:.2f}x | "
-        f"{s['with_cache_pov']:,.0f} |"
-        for rate, s in sweep
-    )
-    return f"""## Metering
-
-Steady workload: {len(work.publishers)} publishers ({", ".join(map(str, work.publishers))}), \
-{work.keys_per_publisher:,} keys each, {work.updated_per_block:.0%} of the keys updated per block \
-(values 16 to 64 bytes, so stored as V1 value nodes), {work.subscribed_keys} subscribed keys per publisher, \
-{work.blocks} measured blocks after {work.warmup} warm-up blocks, max PoV {work.max_pov:,} bytes. \
-Run: `.venv/bin/python -m benchmarks.metering --update-docs` ({summary["seconds"]:.0f} s for the whole run; \
-figures in `docs/img/metering.json`). All blocks complete: {"yes" if summary["all_complete"] else "no"}.
-
-| per block (mean) | bytes | vs. without cache | vs. lower bound |
-|---|---:|---:|---:|
-| relay proof, with cache (what `collate` sends) | {summary["with_cache"]:,.0f} | \
-{1 - summary["saving_vs_no_cache"]:.1%} ({summary["saving_vs_no_cache"]:.1%} less) | {summary["ratio_to_lower_bound"]:.2f}x |
-| with cache, whole PoV share (proof + cache + key-state reads) | {summary["with_cache_pov"]:,.0f} | \
-{1 - summary["pov_saving_vs_no_cache"]:.1%} | {summary["pov_ratio_to_lower_bound"]:.2f}x |
-| relay proof, without cache (full paths every block) | {summary["without_cache"]:,.0f} | 100% | \
-{summary["without_cache"] / summary["lower_bound"]:.2f}x |
-| lower bound (nodes that changed on subscribed paths) | {summary["lower_bound"]:,.0f} | \
-{summary["lower_bound"] / summary["without_cache"]:.1%} | 1.00x |
-
-Targets: at least 80% less than without the cache, and within 1.2x of the lower bound (relay proof bytes).
-The relay proof meets the second exactly: it is the lower bound. The first is out of reach on this workload
-for any proof, because the lower bound itself is only {1 - summary["lower_bound"] / summary["without_cache"]:.0%} \
-below full paths: with {int(work.keys_per_publisher * work.updated_per_block)} random updates per block in a \
-{work.keys_per_publisher:,}-key trie, the root, all 16 first-level branches and about a third of the \
-second-level branches change every block, and those branches (about 500 bytes each) are most of a full path.
-At lower update rates the same code clears 80% (sweep below, 10 measured blocks each, same seed).
-On average {summary["deliveries"]:.1f} updates were delivered and {summary["keys_unchanged"]:.0f} keys were \
-found unchanged by the dual-trie traversal per block.
-
-| keys updated per block | per publisher | with cache | without cache | lower bound | saving | lower-bound saving | with / lower bound | PoV share with cache |
-|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-{sweep_rows}
-
-Where the bytes go. The relay proof with the cache holds the main-trie paths to the publishers' child roots,
-the child-trie nodes on subscribed paths that changed since each key was last processed, and the value nodes of
-entries whose hash changed; the walk stops at the first node equal to the one recorded for the key. The lower
-bound is the set difference of consecutive full proofs, so it counts exactly those nodes. The PoV-share column
-adds the subscriber's own storage reads, which seed 002 charges to the same budget: per-key path records
-(33 bytes per node, read once per key whose publisher's root changed), reference counts and roots. That read
-cost is of the same order as the proof itself when every publisher changes every block, and it is the part a
-later optimisation would target (for example a per-publisher path record shared by keys with common prefixes).
-
-![proof bytes per block](img/metering.png)
-"""
 
 
 def plot(rows: list[BlockRow], sweep: list[tuple[float, dict[str, float]]], path: Path) -> None:
@@ -337,64 +270,41 @@ def plot(rows: list[BlockRow], sweep: list[tuple[float, dict[str, float]]], path
     right.set_title("update-rate sweep", fontsize=9)
     right.legend(fontsize=8)
     right.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path, dpi=110)
 
 
-def update_section(doc: Path, section: str) -> None:
-    """Replace only the ``## Metering`` section of docs/benchmarks.md (other sections belong to others)."""
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    start = text.find("## Metering")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + ("" if end < 0 else text[end + 1 :])
-    doc.write_text(text)
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=Workload.blocks,
                         help=f"measured blocks after the warm-up (default: {Workload.blocks})")
     parser.add_argument("--keys", type=int, default=Workload.keys_per_publisher,
                         help=f"keys per publisher (default: {Workload.keys_per_publisher:,})")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write the Metering section of docs/benchmarks.md, its plot and docs/img/metering.json")
     parser.add_argument("--seam", action="store_true",
-                        help="measure the Stage R -> Stage S relay views instead (full vs delta), print the table")
-    args = parser.parse_args()
+                        help="measure the Stage R -> Stage S relay views instead (full vs delta): results/seam.json")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where the results go (default: benchmarks/results/metering.json, or seam.json)")
+    args = parser.parse_args(argv)
     work = Workload(blocks=args.blocks, keys_per_publisher=args.keys)
+    name = "seam" if args.seam else "metering"
     if args.seam:
-        print(seam_markdown(work, run_seam(work)))
-        return
-    started = time.perf_counter()
-    rows = run(work)
-    summary = summarize(rows)
-    sweep = []
-    for rate in SWEEP_RATES:
-        sweep_work = replace(work, updated_per_block=rate, blocks=SWEEP_BLOCKS)
-        sweep.append((rate, summarize(run(sweep_work))))
-    summary["seconds"] = time.perf_counter() - started
-    section = markdown(work, summary, sweep)
-    print(section)
-    if args.update_docs:
-        plot(rows, sweep, PLOT)
-        RESULTS.write_text(
-            json.dumps(
-                {
-                    "workload": asdict(work),
-                    "summary": summary,
-                    "sweep": [{"updated_per_block": rate, **s} for rate, s in sweep],
-                    "blocks": [asdict(row) for row in rows],
-                },
-                indent=1,
-            )
-            + "\n"
-        )
-        update_section(DOC, section)
+        figures: dict[str, object] = {"workload": asdict(work), "summary": seam_summary(run_seam(work))}
+    else:
+        started = time.perf_counter()
+        rows = run(work)
+        summary = summarize(rows)
+        sweep = []
+        for rate in SWEEP_RATES:
+            sweep_work = replace(work, updated_per_block=rate, blocks=SWEEP_BLOCKS)
+            sweep.append((rate, summarize(run(sweep_work))))
+        summary["seconds"] = time.perf_counter() - started
+        if args.json is None:  # a run written elsewhere leaves the docs' plot alone
+            plot(rows, sweep, PLOT)
+        figures = {"workload": asdict(work), "summary": summary,
+                   "sweep": [{"updated_per_block": rate, **s} for rate, s in sweep],
+                   "blocks": [asdict(row) for row in rows]}
+    path = write_result(name, figures, module="benchmarks.metering", argv=argv, path=args.json)
+    print(RENDERERS[name](read_result(name, path)))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,12 @@
 
 Run from the repository root (4 to 7 minutes on 2 cores, depending on what else runs):
 
-    .venv/bin/python -m benchmarks.pipeline_bench                 # prints the section
-    .venv/bin/python -m benchmarks.pipeline_bench --update-docs   # also writes benchmarks/results/pipeline.json,
-                                                                  # docs/img/pipeline.png and the "Pipeline" section
-                                                                  # of docs/benchmarks.md
+    .venv/bin/python -m benchmarks.pipeline_bench --runs 3 --warmup 0   # writes benchmarks/results/pipeline.json
+                                                                        # and docs/img/pipeline.png
+    .venv/bin/python -m benchmarks.render pipeline                      # its tables in docs/benchmarks.md
 
-What it measures, per log (examples/busy.jsonl and a seeded workload of more than 10,000 publishes):
+What it measures, per log (examples/busy.jsonl, a seeded workload of more than 10,000 publishes and the standard
+workload of benchmarks/simulator_bench.py):
 
 1. Throughput. An embedded Kafka broker (its own temporary folder) and Spark local[2]. The log is produced to
    fresh topics, then ``run_job(available_now=True)`` drains it from a fresh checkpoint; the wall time is taken
@@ -35,7 +35,6 @@ import dataclasses
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -45,23 +44,19 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from benchmarks import common
+from benchmarks.render import pipeline as pipeline_table
 from producers.workload import WorkloadSpec, generate
 from streaming.settings import JIT_MODES, Settings
 
-if TYPE_CHECKING:
-    from benchmarks.mapstate_bench import Fit
-
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "benchmarks" / "results" / "pipeline.md"
-"""The rendered section; docs/benchmarks.md's "Pipeline" section is integrated from it by hand."""
-PLOT = ROOT / "benchmarks" / "results" / "pipeline.png"
+PLOT = ROOT / "docs" / "img" / "pipeline.png"
 RESULTS = ROOT / "benchmarks" / "results" / "pipeline.json"
-SECTION = "## Pipeline: the job beside the simulator"
 EXAMPLES = ROOT / "examples"
 
 WORKLOAD = WorkloadSpec(
@@ -74,22 +69,22 @@ WORKLOAD_COMMAND = (
     "--subscribers 4 --keys 16 --subscribed-keys 24 --value-min 8 --value-max 64 --update-rate 0.6 "
     "--bad-records 0.02"
 )
-ISSUE11 = WorkloadSpec(
+STANDARD = WorkloadSpec(
     seed=3, blocks=100, publishers=20, system_publishers=4, subscribers=6, keys=20, subscribed_keys=40,
     update_rate=0.5, bad_records=0.01,
 )
-"""Issue 11's workload: the log benchmarks/simulator_bench.py measures (3,318 lines, 23,876 publishes)."""
-ISSUE11_COMMAND = (
+"""The standard workload: the log benchmarks/simulator_bench.py measures (3,318 lines, 23,876 publishes)."""
+STANDARD_COMMAND = (
     "pubsub workload -o w.jsonl --seed 3 --blocks 100 --publishers 20 --system-publishers 4 --subscribers 6 "
     "--keys 20 --subscribed-keys 40 --update-rate 0.5 --bad-records 0.01"
 )
-ISSUE11_LONG = dataclasses.replace(ISSUE11, blocks=500)
+STANDARD_LONG = dataclasses.replace(STANDARD, blocks=500)
 """The same workload five times as long: the job's fixed cost of a run (about 4 s) is twice the simulator's whole
-run on the issue-11 log, so its throughput shows in wall time only on a longer log."""
-ISSUE11_LONG_COMMAND = ISSUE11_COMMAND.replace("--blocks 100", "--blocks 500")
-LOG_NAMES = ("busy.jsonl", "workload", "issue11")
+run on the standard log, so its throughput shows in wall time only on a longer log."""
+STANDARD_LONG_COMMAND = STANDARD_COMMAND.replace("--blocks 100", "--blocks 500")
+LOG_NAMES = ("busy.jsonl", "workload", "standard")
 """The logs a run measures by default."""
-EXTRA_LOGS = ("issue11-long",)
+EXTRA_LOGS = ("standard-long",)
 """Logs measured only when named (``--log``)."""
 CUTS: tuple[int | None, ...] = (None, 100, 7)
 """maxOffsetsPerTrigger values of the MapState replay (None: unlimited, one batch per query)."""
@@ -101,8 +96,8 @@ LIVE_TRIGGER_SECONDS = 0.5
 """The live job's trigger interval in the benchmark: the one `pubsub demo --live` runs with."""
 WARMUP_PAIRS = 2
 """Pairs per log run before the measured ones. After the first available-now run and two pairs Spark's JVM has
-settled: on the issue-11 log its compile time was 2.4-2.5 s in the first live run, 1.0-1.4 s in the second and
-0.6-0.8 s a run after (``jstat -compiler``, session 17)."""
+settled: on the standard log its compile time was 2.4-2.5 s in the first live run, 1.0-1.4 s in the second and
+0.6-0.8 s a run after (``jstat -compiler``)."""
 LIVE_READY_SECONDS = 60.0
 """How long the live run waits for both queries' first (empty) batch before it produces the log anyway."""
 
@@ -115,9 +110,9 @@ def load_logs(names: Sequence[str] = LOG_NAMES) -> list[tuple[str, str, list[byt
     makers: dict[str, tuple[str, Callable[[], list[bytes]]]] = {
         "busy.jsonl": ("examples/busy.jsonl", lambda: (EXAMPLES / "busy.jsonl").read_bytes().splitlines()),
         "workload": (WORKLOAD_COMMAND, lambda: [line.encode() for block in generate(WORKLOAD) for line in block]),
-        "issue11": (ISSUE11_COMMAND, lambda: [line.encode() for block in generate(ISSUE11) for line in block]),
-        "issue11-long": (ISSUE11_LONG_COMMAND,
-                         lambda: [line.encode() for block in generate(ISSUE11_LONG) for line in block]),
+        "standard": (STANDARD_COMMAND, lambda: [line.encode() for block in generate(STANDARD) for line in block]),
+        "standard-long": (STANDARD_LONG_COMMAND,
+                         lambda: [line.encode() for block in generate(STANDARD_LONG) for line in block]),
     }
     return [(name, makers[name][0], makers[name][1]()) for name in names]
 
@@ -164,14 +159,10 @@ def run_simulator(lines: Sequence[bytes]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------------ job
-def cpu_by_part() -> dict[str, float]:
-    """CPU seconds so far of each live descendant (with what it reaped), by part: ``broker`` (the embedded Kafka
-    JVM), ``spark-jvm``, ``python-workers`` (pyspark's daemon and workers, and the driver-side schema runners),
-    ``other``; this process itself is ``driver``. Differences between two calls say where a run's CPU went."""
+def descendants_cpu() -> dict[int, tuple[float, str]]:
+    """Every live descendant of this process: pid -> (CPU seconds so far, with the children it reaped; its command
+    line), read from /proc."""
     tick = os.sysconf("SC_CLK_TCK")
-    own = os.times()
-    parts: dict[str, float] = defaultdict(float)
-    parts["driver"] = own.user + own.system
     parents: dict[int, int] = {}
     info: dict[int, tuple[float, str]] = {}
     for entry in Path("/proc").iterdir():
@@ -187,14 +178,26 @@ def cpu_by_part() -> dict[str, float]:
     children: dict[int, list[int]] = defaultdict(list)
     for pid, ppid in parents.items():
         children[ppid].append(pid)
+    found: dict[int, tuple[float, str]] = {}
     stack = list(children[os.getpid()])
     while stack:
         pid = stack.pop()
-        seconds, command = info.get(pid, (0.0, ""))
+        found[pid] = info.get(pid, (0.0, ""))
+        stack += children[pid]
+    return found
+
+
+def cpu_by_part() -> dict[str, float]:
+    """CPU seconds so far of each live descendant (with what it reaped), by part: ``broker`` (the embedded Kafka
+    JVM), ``spark-jvm``, ``python-workers`` (pyspark's daemon and workers, and the driver-side schema runners),
+    ``other``; this process itself is ``driver``. Differences between two calls say where a run's CPU went."""
+    own = os.times()
+    parts: dict[str, float] = defaultdict(float)
+    parts["driver"] = own.user + own.system
+    for seconds, command in descendants_cpu().values():
         part = ("broker" if "kafka.Kafka" in command else "spark-jvm" if "java" in command.split(" ")[0]
                 else "python-workers" if "pyspark" in command or "python" in command.split(" ")[0] else "other")
         parts[part] += seconds
-        stack += children[pid]
     return dict(parts)
 
 
@@ -202,29 +205,9 @@ def tree_cpu_seconds() -> float:
     """CPU seconds (user + system) used so far by this process, its reaped children, and every live descendant
     with the children each of those reaped: the driver, Spark's JVM, its Python workers and the embedded
     broker. On a shared machine this is the cost that other work does not inflate, unlike wall time."""
-    tick = os.sysconf("SC_CLK_TCK")
     own = os.times()
-    total = own.user + own.system + own.children_user + own.children_system
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = sum(int(f) for f in fields[11:15]) / tick
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, ppid in parents.items():
-        children[ppid].append(pid)
-    stack = list(children[os.getpid()])
-    while stack:
-        pid = stack.pop()
-        total += times.get(pid, 0.0)
-        stack += children[pid]
-    return total
+    own_seconds = own.user + own.system + own.children_user + own.children_system
+    return own_seconds + sum(seconds for seconds, _ in descendants_cpu().values())
 
 
 def jit_seconds() -> float | None:
@@ -614,23 +597,13 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
 
 # --------------------------------------------------------------------------------------------------- machine
 def machine() -> dict[str, Any]:
+    """The shared machine record, with the Spark and Java versions the job ran on."""
     import subprocess
 
     import pyspark
 
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor() or "?")
-    memory = next((int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
-                   if line.startswith("MemTotal")), 0)
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
-    git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                         check=False).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, check=False).stdout.strip())
-    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": memory, "os": platform.platform(),
-            "python": platform.python_version(), "pyspark": pyspark.__version__,
-            "java": java[0] if java else "?", "load_average_start": os.getloadavg(), "git_commit": git,
-            "git_dirty": dirty}
+    return {**common.machine(), "pyspark": pyspark.__version__, "java": java[0] if java else "?"}
 
 
 # ------------------------------------------------------------------------------------------------------ run
@@ -640,8 +613,8 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
     logs = load_logs(names)
     steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5 + len(logs) * (2 * (runs + warmup) - 1))
     results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit, "runs": runs, "warmup": warmup,
-                               "workload_spec": dataclasses.asdict(WORKLOAD), "issue11_spec": dataclasses.asdict(ISSUE11),
-                               "cuts": list(cuts), "logs": {}}
+                               "workload_spec": dataclasses.asdict(WORKLOAD),
+                               "standard_spec": dataclasses.asdict(STANDARD), "cuts": list(cuts), "logs": {}}
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:
@@ -780,368 +753,6 @@ def _strip(job: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in job.items() if k != "views"}
 
 
-# ---------------------------------------------------------------------------------------------------- report
-def target_table(results: dict[str, Any]) -> str:
-    """Issue 11, target 2 (the job's throughput at least half the simulator's), one row per log of this run."""
-    startup = results.get("startup")
-    if startup is None or "warm_run" not in startup:
-        return ""
-    warm = startup["warm_run"]
-    fixed = warm["wall_seconds"]
-    relay, subs = (" + ".join(f"{b['seconds']:.1f}" for b in warm["batches"][q]) or "0"
-                   for q in ("relay", "subscribers"))
-    per_batch = f"{relay} s (Stage R), {subs} s (Stage S)"
-    parts = [f"""
-### Issue 11, target 2: the job within 2x of the simulator
-
-Publishes/s, the job's wall time around `run_job` (available-now, both queries, every batch) beside the \
-simulator on the same lines in the same run; every job run checked record for record against the simulator. \
-Spark's JVM compiles with {results.get("spark_jit", "c1")} (`--spark-jit`). \
-The fixed cost of a run is a run on the 7-line examples/minimal.jsonl on the warm JVM at the end: \
-{fixed:.1f} s wall, of which one batch costs {per_batch} however few rows it has. \
-"Net" is the job less that fixed cost.
-
-| log | publishes | simulator publishes/s | job wall (s) | job publishes/s | job / simulator | \
-job net (s) | job net publishes/s | net / simulator | outputs = simulator |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---|
-"""]
-    for name, e in results["logs"].items():
-        if "job" not in e:
-            continue
-        s, j = e["simulator"], e["job"]
-        sim_rate = s["publishes"] / s["seconds"]
-        job_rate = s["publishes"] / j["wall_seconds"]
-        net = j["wall_seconds"] - fixed
-        net_rate = s["publishes"] / net if net > 0 else float("inf")
-        parts.append(f"| {name} | {s['publishes']:,} | {sim_rate:,.0f} | {j['wall_seconds']:.1f} | {job_rate:,.0f} | "
-                     f"{job_rate / sim_rate:.2f}x | {net:.1f} | {net_rate:,.0f} | {net_rate / sim_rate:.2f}x | "
-                     f"{'yes' if j['verify']['ok'] else '**NO**'} |\n")
-    return "".join(parts) + runs_table(results)
-
-
-def _spread(values: Sequence[float], unit: str = "") -> str:
-    """Median, and the range when there is more than one value."""
-    middle = f"{statistics.median(values):.2f}{unit}"
-    return middle if len(values) == 1 else f"{middle} ({min(values):.2f}-{max(values):.2f})"
-
-
-def _over(runs: int, warmup: int) -> str:
-    """How the runs table's figures are taken, in words."""
-    measured = ("one run each (the simulator's figure: the median and range of its two runs)" if runs == 1
-                else f"median (range) over {runs} runs")
-    if not warmup:
-        return measured
-    return (f"{measured}, after {warmup} warm-up {'pair' if warmup == 1 else 'pairs'} on the same JVM, shown on "
-            "their own row (Spark's JVM still compiling the job's code there: a start-up cost that a job running "
-            "for hours has long paid)")
-
-
-def _jit(pairs: Sequence[dict[str, Any]]) -> str:
-    """The JVM's JIT compile seconds per pair (available-now and live runs together), or a dash if not recorded."""
-    seconds = [r["job_jit_seconds"] + r["live_jit_seconds"] for r in pairs
-               if r.get("job_jit_seconds") is not None and r.get("live_jit_seconds") is not None]
-    return _spread(seconds) if seconds else "-"
-
-
-def runs_table(results: dict[str, Any]) -> str:
-    """Each log measured ``runs`` times (after its warm-up pairs, on their own row): the job available-now and the
-    live job, each beside its own simulator run; ratios are the simulator's seconds over the job's, per pair."""
-    rows = [(label, pairs) for name, e in results["logs"].items()
-            for label, pairs in ((f"{name}, warm-up", e.get("warmup_runs")), (name, e.get("runs"))) if pairs]
-    if not rows:
-        return ""
-    parts = [f"""
-The job available-now (its two queries started and stopped in the run) and the live job (both queries running \
-with a {LIVE_TRIGGER_SECONDS:g} s trigger, as `pubsub demo --live` runs them, started on empty topics; the log \
-produced once both have run their first batch; end to end is the first record produced to the last output \
-record's Kafka timestamp), each run beside its own simulator run; \
-{_over(results.get("runs", 1), results.get("warmup", 0))}; ratio per pair; JIT: the seconds Spark's JVM spent \
-compiling during the pair's two runs:
-
-| log | runs | simulator (s) | job available-now (s) | available-now / simulator | live end to end (s) | \
-live / simulator | JIT (s) | outputs = simulator |
-|---|---:|---:|---:|---:|---:|---:|---:|---|
-"""]
-    for label, measured in rows:
-        sims = [r["simulator_seconds"] for r in measured] + [r["live_simulator_seconds"] for r in measured]
-        ok = all(r["job_ok"] and r["live_ok"] for r in measured)
-        parts.append(
-            f"| {label} | {len(measured)} | {_spread(sims)} | {_spread([r['job_seconds'] for r in measured])} | "
-            f"{_spread([r['simulator_seconds'] / r['job_seconds'] for r in measured], 'x')} | "
-            f"{_spread([r['live_seconds'] for r in measured])} | "
-            f"{_spread([r['live_simulator_seconds'] / r['live_seconds'] for r in measured], 'x')} | "
-            f"{_jit(measured)} | {'yes' if ok else '**NO**'} |\n")
-    return "".join(parts)
-
-
-def markdown(results: dict[str, Any]) -> str:
-    m = results["machine"]
-    logs = results["logs"]
-    startup = results.get("startup")
-    parts = [f"""{SECTION}
-
-Generated by `.venv/bin/python -m benchmarks.pipeline_bench --update-docs` ({results['total_seconds']:.0f} s for \
-the whole run; figures in `benchmarks/results/pipeline.json`) on {m['cores']} cores ({m['cpu']}), \
-{m['memory_gib']} GiB, Python {m['python']}, PySpark {m['pyspark']}, {m['java']}\
-{f", at commit {m['git_commit']}" + (" with uncommitted changes" if m.get("git_dirty") else "")
- if m.get("git_commit") else ""}. `--from-results` renders this section again from the JSON without measuring. \
-Load average {m['load_average_start'][0]:.1f} at the start and {m['load_average_end'][0]:.1f} at the end: \
-the machine's 2 cores are shared with other work (tests, other benchmarks), so absolute times move by tens of \
-percent between runs; each figure below is one run, not a best-of.
-
-Logs: `examples/busy.jsonl`, and a seeded workload made by `{WORKLOAD_COMMAND}` (20 publishers of 16 keys, \
-60% of the keys updated per block, 4 subscribers of 24 keys). Publishes are counted from the simulator's \
-`DataPublished` events (`items_count`), i.e. Publish instructions that were applied. The job runs on an embedded \
-Kafka broker and Spark `local[2]` (2 shuffle partitions, RocksDB state store), trigger available-now, no \
-maxOffsetsPerTrigger (one batch per query), fresh topics and a fresh checkpoint per log; wall time is taken \
-around `run_job` (output topics, both queries started, drained and stopped); producing the log to Kafka is \
-not included. The simulator runs the same lines in the same process just before, single-threaded. \
-The workload command writes exactly the lines the benchmark generates from its `WorkloadSpec`.
-"""]
-    parts.append(target_table(results))
-    if startup is not None:
-        parts.append("""
-### Throughput
-
-Wall-clock figures are what was asked; CPU seconds (user + system; for the job, of the whole process tree: \
-driver, Spark's JVM, its Python workers and the broker) are what the sharing of the machine inflates least.
-
-| log | input records | publishes | blocks | simulator wall (s) | simulator records/s | simulator publishes/s | \
-job wall (s) | job records/s | job publishes/s | job / simulator, wall | simulator CPU (s) | job CPU (s) | \
-job / simulator, CPU | job outputs = simulator |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-""")
-        for name, e in logs.items():
-            s, j = e["simulator"], e["job"]
-            v = j["verify"]
-            ok = (f"yes: {v['matched']:,}/{v['expected']:,} records" if v["ok"] else
-                  f"**NO**: {v['missing']} missing, {v['extra']} extra, {v['differing']} differing")
-            parts.append(
-                f"| {name} | {e['input_records']:,} | {s['publishes']:,} | {s['blocks']} | {s['seconds']:.2f} | "
-                f"{e['input_records'] / s['seconds']:,.0f} | {s['publishes'] / s['seconds']:,.0f} | "
-                f"{j['wall_seconds']:.1f} | {e['input_records'] / j['wall_seconds']:,.0f} | "
-                f"{s['publishes'] / j['wall_seconds']:,.0f} | {j['wall_seconds'] / s['seconds']:.1f}x | "
-                f"{s['cpu_seconds']:.2f} | {j['cpu_seconds']:.1f} | {j['cpu_seconds'] / s['cpu_seconds']:.1f}x | {ok} |\n")
-        warm = startup["warm_run"]["wall_seconds"]
-        warm_cpu = startup["warm_run"].get("cpu_seconds", float("nan"))
-        parts.append(f"""
-Where the job's time goes (seconds; a batch's time is Spark's `triggerExecution`; the rest is starting and \
-stopping the queries and the driver's 0.5 s polling):
-
-| log | job wall | Stage R batches | Stage S batches | rest | job wall less the fixed cost of a run ({warm:.1f} s) | \
-records/s net of that | publishes/s net of that | job CPU (s) less that of the fixed run ({warm_cpu:.1f} s) |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
-""")
-        for name, e in logs.items():
-            j, s = e["job"], e["simulator"]
-            rest = j["wall_seconds"] - j["relay_batch_seconds"] - j["subscriber_batch_seconds"]
-            net = j["wall_seconds"] - warm
-            relay_b = " + ".join(f"{b['seconds']:.1f}" for b in j["batches"]["relay"])
-            sub_b = " + ".join(f"{b['seconds']:.1f}" for b in j["batches"]["subscribers"])
-            if net >= 0.25 * j["wall_seconds"]:
-                rates = f"{e['input_records'] / net:,.0f} | {s['publishes'] / net:,.0f}"
-            else:
-                rates = "n/a: within the noise of the fixed cost | n/a"
-            parts.append(f"| {name} | {j['wall_seconds']:.1f} | {relay_b} | {sub_b} | {rest:.1f} | {net:.1f} | "
-                         f"{rates} | {j.get('cpu_seconds', float('nan')) - warm_cpu:.1f} |\n")
-        first = startup["first_run"]
-        parts.append(f"""
-Start-up, measured apart: the embedded broker started in {startup['broker_seconds']:.1f} s; Spark's JVM and \
-session (`build_spark`) in {startup['spark_session_seconds']:.1f} s; the first job run in that JVM, on the 7-line \
-`examples/minimal.jsonl`, took {first['wall_seconds']:.1f} s (Stage R batch \
-{first['relay_batch_seconds']:.1f} s, Stage S batch {first['subscriber_batch_seconds']:.1f} s: first queries, \
-Python workers, RocksDB state stores), and the same run again at the end, on a warm JVM, {warm:.1f} s: that is \
-the fixed cost of any available-now run, whatever the log. Outputs equal the simulator's on both minimal runs: \
-{"yes" if first['verify']['ok'] and startup['warm_run']['verify']['ok'] else "NO"}.
-""")
-        cut_name = next((n for n, e in logs.items() if "job_cut" in e), None)
-        if cut_name is not None:
-            jc = logs[cut_name]["job_cut"]
-            limit = jc["max_offsets_per_trigger"]
-            rc = next(r for r in logs[cut_name]["replay"] if r["max_offsets_per_trigger"] == limit)
-            parts.append(f"""
-First batch against later ones: {cut_name} once more through the job with maxOffsetsPerTrigger={limit} \
-(outputs equal the simulator's: {"yes" if jc['verify']['ok'] else "**NO**"}; wall {jc['wall_seconds']:.1f} s \
-against {logs[cut_name]['job']['wall_seconds']:.1f} s in one batch per query). Rows per batch are those the \
-replay below predicts for the same cut \
-({"they match" if [x["rows_in"] for x in jc["batches"]["relay"]] == rc["relay"]["rows_per_batch"] and
-  [x["rows_in"] for x in jc["batches"]["subscribers"]] == rc["subscribers"]["rows_per_batch"] else
-  "they do not all match"}{", and the seam records' partitions equal murmur2's" if all(
-      e.get("seam", {}).get("murmur2_matches_kafka") for e in logs.values()) else ""}).
-
-| query | batches | rows per batch (job) | rows per batch (replay's model of the cut) | seconds per batch | \
-first batch less the mean of the others |
-|---|---:|---|---|---|---:|
-""")
-            for label, key, stage_key in (("Stage R", "relay", "relay"), ("Stage S", "subscribers", "subscribers")):
-                b = jc["batches"][key]
-                secs = [x["seconds"] for x in b]
-                extra = f"{secs[0] - statistics.fmean(secs[1:]):.1f} s" if len(secs) > 1 else "n/a"
-                parts.append(f"| {label} | {len(b)} | {', '.join(str(x['rows_in']) for x in b)} | "
-                             f"{', '.join(str(n) for n in rc[stage_key]['rows_per_batch'])} | "
-                             f"{', '.join(f'{x:.1f}' for x in secs)} | {extra} |\n")
-    parts.append(f"""
-### MapState calls per micro-batch
-
-The same logs replayed through `relay_rows` (Stage R, one group per realm) and `subscriber_rows` (Stage S, \
-one group per subscriber) with the job's backend (`streaming.operators.page_backend`: a namespace is one page \
-until it passes 64 KiB, then 16, and one-page namespaces share bundles of up to 64 KiB), over a dict-backed \
-MapState that counts its calls: each one is a JVM round trip in the job (a read 0.31 ms + 57 MB/s, a write \
-0.19 ms + 190 MB/s: `benchmarks.mapstate_bench`). The input is cut as maxOffsetsPerTrigger would cut it (Spark's per-partition proration over the \
-input topics; seam records partitioned by murmur2 of the key over {VIEWS_PARTITIONS} partitions, as the stages' \
-writers do), each stage's state persisting across batches. Calls and KiB are per micro-batch of the stage (summed \
-over the groups in it); "per group" is per `handleInputRows` call. "s" is the Python time of the operator \
-functions alone, in CPU seconds (no Spark, no Kafka). With one batch per query nothing is read back (the state starts empty \
-and every read finds no page), so the KiB read are 0 there.
-
-| log | maxOffsetsPerTrigger | stage | batches | rows/batch | MapState calls/batch mean | max | reads | writes | \
-calls per group | calls per row | KiB read/batch mean | max | KiB written/batch mean | max | s | outputs = simulator |
-|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-""")
-    for name, e in logs.items():
-        for r in e["replay"]:
-            cut = r["max_offsets_per_trigger"] or "unlimited"
-            for label, key in (("R (relay)", "relay"), ("S (subscribers)", "subscribers")):
-                st = r[key]
-                parts.append(
-                    f"| {name} | {cut} | {label} | {st['batches']} | {st['rows']['mean']:.1f} | "
-                    f"{st['calls']['mean']:.1f} | {st['calls']['max']:.0f} | {st['get']['mean']:.1f} | "
-                    f"{st['update']['mean'] + st['remove']['mean']:.1f} | {st['calls_per_group']:.1f} | "
-                    f"{st['calls_per_row']:.1f} | "
-                    f"{st['bytes_read']['mean'] / 1024:,.1f} | {st['bytes_read']['max'] / 1024:,.1f} | "
-                    f"{st['bytes_written']['mean'] / 1024:,.1f} | {st['bytes_written']['max'] / 1024:,.1f} | "
-                    f"{st['seconds']:.2f} | {'yes' if r['outputs_equal_simulator'] else '**NO**'} |\n")
-    parts.append("""
-Where the calls go (whole log; a `scan` of a namespace reads each of its pages the page directory lists):
-
-| log | maxOffsetsPerTrigger | stage | groups | MapState calls | getValue of a page that does not exist | \
-top namespace families (share of calls) |
-|---|---:|---|---:|---:|---:|---|
-""")
-    for name, e in logs.items():
-        for r in (e["replay"][0], e["replay"][-1]):
-            for label, key in (("R", "relay"), ("S", "subscribers")):
-                st = r[key]
-                total = max(st["calls_total"], 1)
-                top = ", ".join(f"`{fam}` {n / total:.0%}" for fam, n in list(st["calls_by_family"].items())[:4])
-                parts.append(f"| {name} | {r['max_offsets_per_trigger'] or 'unlimited'} | {label} | {st['groups']} | "
-                             f"{st['calls_total']:,} | {st['get_missing_total']:,} "
-                             f"({st['get_missing_total'] / total:.0%}) | {top} |\n")
-    if any("seam" in e for e in logs.values()):
-        parts.append("""
-### Bytes on the seam
-
-Value size of each `relay-views` record the job wrote (one per subscriber per relay block: MAC, the view's \
-small fields as canonical JSON, its trie nodes as raw bytes: `streaming/seam.py`), read back from Kafka; "proof \
-nodes" is the size of the trie nodes in the view. Under `seam: "delta"` (the default) a view carries the nodes \
-of its proof that the subscriber's previous view did not.
-
-| log | subscriber | views (blocks) | mean bytes | p95 | max | proof nodes, mean raw bytes |
-|---|---|---:|---:|---:|---:|---:|
-""")
-        for name, e in logs.items():
-            seam = e.get("seam")
-            if not seam:
-                continue
-            for sub, st in seam["per_subscriber"].items():
-                parts.append(f"| {name} | {sub} | {st['views']} | {st['mean']:,.0f} | {st['p95']:,.0f} | "
-                             f"{st['max']:,.0f} | {st['proof_node_bytes_mean']:,.0f} |\n")
-            a = seam["all"]
-            parts.append(f"| {name} | all | {a['views']} | {a['mean']:,.0f} | {a['p95']:,.0f} | {a['max']:,.0f} | "
-                         f"{a['proof_node_bytes_mean']:,.0f} |\n")
-    parts.append(reading(results))
-    parts.append("\n![pipeline benchmark](img/pipeline.png)\n")
-    return "".join(parts)
-
-
-def state_seconds(stage: dict[str, Any], costs: dict[str, Fit]) -> float:
-    """What a replayed stage's MapState calls cost per batch (its means) at the measured per-call costs."""
-    return (costs["get"].seconds(stage["get"]["mean"], stage["bytes_read"]["mean"])
-            + costs["update"].seconds(stage["update"]["mean"] + stage["remove"]["mean"],
-                                      stage["bytes_written"]["mean"]))
-
-
-def reading(results: dict[str, Any]) -> str:
-    """A few sentences on what the tables say, computed from them."""
-    logs = results["logs"]
-    lines = ["\n### Reading the figures\n\n"]
-    runs = [e[k] for e in logs.values() for k in ("job", "job_cut") if k in e]
-    if "startup" in results:
-        runs += [results["startup"]["first_run"], results["startup"]["warm_run"]]
-    if runs:
-        ok = all(r["verify"]["ok"] for r in runs)
-        lines.append(f"- Correctness: {'every' if ok else 'NOT every'} job run's outputs equal the simulator's "
-                     f"({sum(r['verify']['matched'] for r in runs):,} records over {len(runs)} runs, compared by id "
-                     f"and bytes; {sum(r['verify']['duplicates'] for r in runs)} duplicates), and the replay's do for "
-                     f"every cut.\n")
-    if "startup" in results:
-        warm = results["startup"]["warm_run"]
-        ratios = ", ".join(f"{e['job']['wall_seconds'] / e['simulator']['seconds']:.1f}x on {n}" for n, e in logs.items())
-        lines.append(
-            f"- Speed: the job took longer than the simulator in wall time ({ratios}). Most of a run is fixed: "
-            f"{warm['wall_seconds']:.1f} s on a warm JVM for a 7-line log, of which one batch of each query costs "
-            f"{warm['relay_batch_seconds']:.1f} s (Stage R) and {warm['subscriber_batch_seconds']:.1f} s (Stage S) "
-            f"however few rows it has. ")
-        parts = []
-        for n, e in logs.items():
-            r0 = e["replay"][0]
-            operator = r0["relay"]["seconds"] + r0["subscribers"]["seconds"]
-            batch = e["job"]["relay_batch_seconds"] + e["job"]["subscriber_batch_seconds"]
-            parts.append(f"{operator:.1f} CPU s on {n} (the job: {e['job']['cpu_seconds']:.1f} CPU s, "
-                         f"{batch:.1f} s of batch wall time)")
-        cpu = ", ".join(f"{e['job']['cpu_seconds'] / e['simulator']['cpu_seconds']:.1f}x on {n}"
-                        for n, e in logs.items())
-        cpu = f"more CPU than the simulator: {cpu}"
-        core = ", ".join(f"{e['simulator']['cpu_seconds'] / e['simulator']['seconds']:.0%} of a core on {n}"
-                          for n, e in logs.items())
-        lines.append(
-            f"The job also used {cpu}, counting its whole process tree (its CPU includes the JVM's start of each "
-            f"query and the broker). The simulator itself got only {core} while it ran, which is how shared "
-            "the machine was. ")
-        warm_cpu = warm.get("cpu_seconds")
-        if warm_cpu is not None:
-            marginal = ", ".join(
-                f"{e['job']['cpu_seconds'] - warm_cpu:.1f} CPU s on {n} "
-                f"({(e['job']['cpu_seconds'] - warm_cpu) / e['simulator']['cpu_seconds']:.1f}x the simulator's)"
-                for n, e in logs.items())
-            lines.append(f"Less the CPU of the fixed run ({warm_cpu:.1f} s), what the logs themselves cost the job "
-                         f"is {marginal}. ")
-        lines.append(
-            "The operator functions themselves (the replay in one batch, outside Spark, CPU time) account for "
-            + " and ".join(parts) + "; the rest is the writing to Kafka and Spark's side (Kafka source, the "
-            "transfer to the Python worker, state store commits, MapState round trips), not separated further here.\n")
-    from benchmarks.mapstate_bench import median_fits
-
-    costs = median_fits()
-    calls = []
-    for n, e in logs.items():
-        r0, r7 = e["replay"][0], e["replay"][-1]
-        seconds = ("" if costs is None else f" (about {state_seconds(r0['relay'], costs) * 1000:.0f} ms and "
-                   f"{state_seconds(r0['subscribers'], costs) * 1000:.0f} ms at the measured costs)")
-        calls.append(
-            f"on {n}, one batch costs {r0['relay']['calls']['mean']:,.0f} calls in Stage R and "
-            f"{r0['subscribers']['calls']['mean']:,.0f} in Stage S{seconds}, and calls per input row grow from "
-            f"{r0['relay']['calls_per_row']:.1f} to {r7['relay']['calls_per_row']:.1f} (R) and "
-            f"{r0['subscribers']['calls_per_row']:.1f} to {r7['subscribers']['calls_per_row']:.1f} (S) as batches "
-            f"shrink to {r7['max_offsets_per_trigger'] or 'unlimited'} offsets")
-    measured = ("not measured on this machine (run `benchmarks.mapstate_bench`)" if costs is None else
-                f"`benchmarks.mapstate_bench`'s median: a read {costs['get'].fixed_seconds * 1000:.2f} ms + "
-                f"{costs['get'].bytes_per_second / 1e6:.0f} MB/s, a write {costs['update'].fixed_seconds * 1000:.2f} "
-                f"ms + {costs['update'].bytes_per_second / 1e6:.0f} MB/s")
-    lines.append(
-        f"- MapState (a call's cost as {measured}): " + "; ".join(calls) + ". Every batch loads and writes back "
-        "the pages it touches, so small batches pay the same pages again; the small namespaces (a subscriber's "
-        "cache, key and reference namespaces per publisher followed) share bundles of up to 64 KiB, so a "
-        "subscriber's state is a directory and one or two bundles.\n")
-    seams = [f"{e['seam']['all']['mean'] / 1024:.1f} KiB on {n} (p95 {e['seam']['all']['p95'] / 1024:.1f}, "
-             f"{e['seam']['all']['total'] / 2**20:.1f} MiB in all for a {e['bytes'] / 2**20:.1f} MiB log)"
-             for n, e in logs.items() if "seam" in e]
-    if seams:
-        lines.append("- Seam: a view averages " + " and ".join(seams) + "; nearly all of it is trie nodes, as raw "
-                     "bytes.\n")
-    return "".join(lines)
-
-
 def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -1199,33 +810,18 @@ def plot(results: dict[str, Any], path: Path) -> None:
         right.set_title("bytes on the seam (relay-views records)", fontsize=9)
         right.legend(fontsize=8)
         right.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def update_section(doc: Path, section: str) -> None:
-    """Replace only this benchmark's section of docs/benchmarks.md (the others belong to others)."""
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    start = text.find(SECTION)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + ("" if end < 0 else "\n" + text[end + 1:])
-    doc.write_text(text)
+    common.save_plot(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--update-docs", action="store_true",
-                        help="write benchmarks/results/pipeline.json, docs/img/pipeline.png and the docs section")
+    parser.add_argument("--json", type=Path, default=None,
+                        help=f"where the results go (default: {RESULTS.relative_to(ROOT)}, and the plot "
+                             f"{PLOT.relative_to(ROOT)})")
     parser.add_argument("--skip-job", action="store_true", help="only the simulator and the MapState replay")
     parser.add_argument("--log", action="append", choices=LOG_NAMES + EXTRA_LOGS, dest="logs",
                         help=f"measure only this log (repeatable; default: {', '.join(LOG_NAMES)})")
-    parser.add_argument("--quick", action="store_true",
-                        help="no MapState replay and no maxOffsetsPerTrigger run: print only the target-2 table")
+    parser.add_argument("--quick", action="store_true", help="no MapState replay and no maxOffsetsPerTrigger run")
     parser.add_argument("--spark-jit", choices=JIT_MODES, default=Settings.spark_jit,
                         help="how Spark's JVM compiles (the job's spark_jit setting; default c1, as the job)")
     parser.add_argument("--runs", type=int, default=1, metavar="N",
@@ -1234,17 +830,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"before those, N pairs per log on the same JVM, reported on their own row: the JVM "
                              f"still compiling the job's code (default {WARMUP_PAIRS})")
     parser.add_argument("--keep-scratch", action="store_true", help="keep the broker, checkpoints and Spark log")
-    parser.add_argument("--from-results", action="store_true",
-                        help="do not measure: render the section (and plot) again from benchmarks/results/pipeline.json")
     args = parser.parse_args(argv)
-    if args.from_results:
-        results = json.loads(RESULTS.read_text())
-        section = markdown(results)
-        console.print(section, markup=False, highlight=False)
-        if args.update_docs:
-            plot(results, PLOT)
-            update_section(DOC, section)
-        return 0
     scratch = Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     os.environ["PUBSUB_RUNTIME_DIR"] = str(scratch / "runtime")  # Spark's log and anything else: not .runtime/
     ok = False
@@ -1261,15 +847,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"scratch kept in {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
-    if args.update_docs:  # the figures first, so a failure below loses nothing (re-render: --from-results)
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        (RESULTS.with_name("pipeline_quick.json") if args.quick else RESULTS).write_text(json.dumps(results, indent=1, default=str) + "\n")
-    section = target_table(results) if args.quick else markdown(results)
-    console.print(section, markup=False, highlight=False)
-    if args.update_docs and not args.quick:
+    path = common.write_result("pipeline", results, module="benchmarks.pipeline_bench", argv=argv, path=args.json)
+    console.print(pipeline_table(common.read_result("pipeline", path)), markup=False, highlight=False)
+    if args.json is None and not args.quick:
         plot(results, PLOT)
-        update_section(DOC, section)
-        console.print(f"wrote {RESULTS.relative_to(ROOT)}, {PLOT.relative_to(ROOT)}, {DOC.relative_to(ROOT)}")
+    console.print(f"wrote {path}")
     if not ok:
         console.print("[bold red]some outputs differ from the simulator's: see the tables[/]")
     return 0 if ok else 1

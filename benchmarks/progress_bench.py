@@ -17,7 +17,6 @@ batch (``after`` one batch back).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -28,10 +27,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.common import write_result
 from streaming.job import new_progress
 from streaming.settings import load_settings
 
-RESULTS = Path(__file__).resolve().parent / "results" / "progress.json"
 TRIGGER = "50 milliseconds"
 KEPT_ENTRIES = "spark.sql.streaming.numRecentProgressUpdates"
 
@@ -114,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--entries", type=int, default=100, help="progress entries Spark keeps (default 100)")
     parser.add_argument("--polls", type=int, default=50, help="timed polls per way (default 50)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results file (default benchmarks/results/progress.json)")
     args = parser.parse_args(argv)
     from streaming.spark_session import build_spark
 
@@ -126,8 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         spark.stop()
     console.print(table(results))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {write_result('progress', results, module='benchmarks.progress_bench', argv=argv, path=args.out)}")
     return 0
 
 

@@ -1,7 +1,7 @@
-"""Scaling table (issue 11, target 6): the issue's workload at 1, 2, 4 and 8 times its publishers and subscribers,
-each through the one-process simulator in a fresh subprocess, and how each cost grows with the scale.
+"""Scaling: the standard workload at 1, 2, 4 and 8 times its publishers and subscribers, each through the
+one-process simulator in a fresh subprocess, and how each cost grows with the scale.
 
-The workload is the issue's (``benchmarks/simulator_bench.py``) with publishers, system publishers and subscribers
+The workload is the standard one (``benchmarks/simulator_bench.py``) with publishers, system publishers and subscribers
 multiplied by the scale; keys per publisher (20) and subscribed keys per subscriber (40) stay the same, so the
 publishes per block and the subscriber count both grow with the scale. Per scale point it measures:
 
@@ -20,13 +20,13 @@ The sizes of views and the state measurement run outside the timed CPU (their ti
 
     .venv/bin/python -m benchmarks.scaling_bench                  # 1, 2, 4, 8x: 1.5 minutes, up to 5 under load
     .venv/bin/python -m benchmarks.scaling_bench --scales 1 2     # a quick look
-    .venv/bin/python -m benchmarks.scaling_bench --from-results   # re-render scaling.md and the plot
-    .venv/bin/python -m benchmarks.scaling_bench --admission      # target 4: Stage R's per-origin share
+    .venv/bin/python -m benchmarks.scaling_bench --admission      # Stage R's per-origin share: admission.json
+    .venv/bin/python -m benchmarks.render scaling admission       # their tables in docs/benchmarks.md
 
 The whole run takes about 1.5 minutes of CPU at 4,000-5,000 publishes/s (logs are written once and kept in
 /tmp/scaling_bench); ``--blocks-8x 50`` halves the 8x point if the protocol gets slower: every figure is per
-block or per publish, but state that accumulates (a backlog of upward messages, see the markdown) is then
-smaller. Results: benchmarks/results/scaling.json, a markdown section in benchmarks/results/scaling.md (for docs/benchmarks.md) and, if matplotlib is installed, docs/img/scaling.png.
+block or per publish, but state that accumulates (a backlog of upward messages) is then smaller. Results:
+benchmarks/results/scaling.json and, if matplotlib is installed, docs/img/scaling.png.
 The machine is shared: CPU time, not wall time, and ratios between points of the same run.
 """
 
@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -46,14 +44,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import read_result, save_plot, write_result
+from benchmarks.render import RENDERERS
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "scaling.json"
-MARKDOWN = ROOT / "benchmarks" / "results" / "scaling.md"
 PLOT = ROOT / "docs" / "img" / "scaling.png"
 LOG_DIR = Path("/tmp/scaling_bench")
 
 BASE = {"publishers": 20, "system_publishers": 4, "subscribers": 6}
-"""The issue's workload: what a scale multiplies."""
+"""The standard workload: what a scale multiplies."""
 FIXED = ["--seed", "3", "--keys", "20", "--subscribed-keys", "40", "--update-rate", "0.5", "--bad-records", "0.01"]
 """What stays the same at every scale (keys per publisher, subscribed keys per subscriber, rates)."""
 BLOCKS = 100
@@ -74,47 +73,12 @@ MAX_RECORD_BYTES = 15 * 1024 * 1024
 
 
 def workload_flags(scale: int, blocks: int) -> list[str]:
-    """The ``pubsub workload`` flags of the issue's workload at ``scale`` times its publishers and subscribers."""
+    """The ``pubsub workload`` flags of the standard workload at ``scale`` times its publishers and subscribers."""
     if scale < 1 or blocks < 1:
         raise ValueError(f"scale and blocks must be positive, got scale {scale} and blocks {blocks}")
     return ["--blocks", str(blocks), "--publishers", str(BASE["publishers"] * scale),
             "--system-publishers", str(BASE["system_publishers"] * scale),
             "--subscribers", str(BASE["subscribers"] * scale), *FIXED]
-
-
-def growth_exponent(scales: Sequence[float], costs: Sequence[float]) -> float:
-    """The exponent k of cost ~ scale^k: least-squares slope of log(cost) on log(scale) over the positive points."""
-    points = [(math.log(s), math.log(c)) for s, c in zip(scales, costs, strict=True) if s > 0 and c > 0]
-    if len(points) < 2:
-        raise ValueError("a growth exponent needs two points with positive scale and cost")
-    mean_x = sum(x for x, _ in points) / len(points)
-    mean_y = sum(y for _, y in points) / len(points)
-    spread = sum((x - mean_x) ** 2 for x, _ in points)
-    if spread == 0:
-        raise ValueError("a growth exponent needs two different scales")
-    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
-
-
-def growth_word(exponent: float) -> str:
-    """How a cost grows, in words: constant (k < 0.25), sublinear, linear (0.85..1.15), superlinear, quadratic+."""
-    if exponent < 0.25:
-        return "about constant"
-    if exponent < 0.85:
-        return "sublinear"
-    if exponent <= 1.15:
-        return "linear"
-    if exponent < 1.85:
-        return "superlinear"
-    return "quadratic or worse"
-
-
-def scale_reaching(scales: Sequence[float], costs: Sequence[float], limit: float) -> float | None:
-    """The scale (relative to the first point's) at which the cost, extrapolated from the last point with the
-    fitted exponent, reaches ``limit``; None if it does not grow."""
-    exponent = growth_exponent(scales, costs)
-    if exponent <= 0.05:
-        return None
-    return float(scales[-1] * (limit / costs[-1]) ** (1.0 / exponent))
 
 
 def state_bytes(namespaces: Mapping[str, Mapping[bytes, bytes]]) -> int:
@@ -217,11 +181,6 @@ class Point:
             return "", 0, 0
         name = max(sorted(self.topic_records), key=lambda t: self.topic_records[t])
         return name, self.topic_records[name], self.topic_bytes.get(name, 0)
-
-
-def point_from_json(body: Mapping[str, Any]) -> Point:
-    known = {name for name in Point.__dataclass_fields__}
-    return Point(**{key: value for key, value in body.items() if key in known})
 
 
 # -- the worker: one scale point in a fresh process ----------------------------------------------------------------
@@ -373,173 +332,6 @@ def job_pages_per_namespace() -> int:
     return NAMESPACE_PAGES
 
 
-def _mb(value: float) -> str:
-    return f"{value / 1e6:.2f} MB" if value >= 1e5 else f"{value / 1e3:.1f} kB"
-
-
-def render_markdown(points: Sequence[Point], meta: Mapping[str, Any]) -> str:
-    """The section for docs/benchmarks.md: the table, how each cost grows and where the next limit is."""
-    rows = [
-        "| scale | publishers (system) | subscribers | blocks | publishes/block | publishes/s (CPU) | CPU/block | "
-        "Stage R share | "
-        "state: relay / subscribers | largest page | outputs/block | busiest topic records/block | seam bytes/view "
-        "(max) | peak RSS |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for p in points:
-        _, busiest, _ = p.busiest_topic()
-        rows.append(
-            f"| {p.scale}x | {BASE['publishers'] * p.scale} ({BASE['system_publishers'] * p.scale}) | "
-            f"{BASE['subscribers'] * p.scale} | {p.blocks} | {p.publishes_per_block:,.0f} | {p.publishes_per_s:,.0f} | {p.cpu_per_block_s * 1e3:,.0f} ms | "
-            f"{p.relay_share:.0%} | {_mb(p.relay_state_bytes)} / {_mb(p.subscriber_state_bytes)} | "
-            f"{_mb(p.largest_page.get('bytes', 0))} | {p.outputs_per_block:,.0f} | {busiest / max(p.blocks, 1):,.0f} | "
-            f"{p.bytes_per_view / 1e3:,.1f} kB ({p.view_max_bytes / 1e3:,.1f} kB) | {p.peak_rss_kb / 1024:,.0f} MiB |")
-    lines = [
-        "## Scaling (issue 11, target 6)",
-        "",
-        f"The issue's workload (`pubsub workload --seed 3 --keys 20 --subscribed-keys 40 --update-rate 0.5 "
-        f"--bad-records 0.01`) at 1 to {points[-1].scale} times its {BASE['publishers']} publishers, "
-        f"{BASE['system_publishers']} system publishers and {BASE['subscribers']} subscribers, keys per publisher and "
-        f"subscribed keys per subscriber unchanged; each point through the simulator in a fresh process "
-        f"(`python -m benchmarks.scaling_bench`, {meta.get('date', '')}, commit {str(meta.get('commit', ''))[:10]}, "
-        f"Python {meta.get('python', '')}). CPU time (`process_time`) on a shared 2-core machine: compare points "
-        f"of one run, not runs. "
-        + (f"The {points[-1].scale}x point runs {points[-1].blocks} blocks instead of "
-           f"{points[0].blocks}; every figure is per block or per publish. "
-           if points[-1].blocks != points[0].blocks else "")
-        + "Blocks include the workload's quiet blocks at the end. State is keys + values held by the stages' "
-        "MemoryBackends at the end; the largest page is a namespace laid out as the Spark job stores it "
-        f"({meta.get('pages_per_namespace', '?')} pages per namespace); a view's bytes are the canonical JSON "
-        "of the RelayView Stage R emits on the seam.",
-        "",
-        *rows,
-        "",
-    ]
-    if len(points) < 2:
-        return "\n".join(lines) + "\n"
-    first, last = points[0], points[-1]
-    # The relay chain's own limit: UMP dispatch is weighted (preferred_dispatchable_upward_messages_step_weight per
-    # block); past it, upward messages wait in the relay dispatch queues and publishes per block stop following s.
-    # Growth is fitted over the points before that (if two or more), so a backlog does not pass for a trend.
-    expected = [first.publishes_per_block * p.scale / first.scale for p in points]
-    saturated = [p for p, e in zip(points, expected, strict=True) if p.publishes_per_block < 0.9 * e]
-    fitted = [p for p in points if p not in saturated]
-    if len(fitted) < 2:
-        fitted = list(points)
-    fit_scales = [float(p.scale) for p in fitted]
-
-    def grows(values: Sequence[float]) -> tuple[float, str]:
-        k = growth_exponent(fit_scales, values)
-        return k, growth_word(k)
-
-    def reaching(values: Sequence[float], limit: float) -> float | None:
-        return scale_reaching(fit_scales, values, limit)
-
-    costs = [
-        ("CPU per block, total", [p.cpu_per_block_s for p in fitted]),
-        ("CPU per block, Stage R", [p.relay_s / p.blocks for p in fitted]),
-        ("CPU per block, Stage S (all subscribers)", [p.subscriber_s / p.blocks for p in fitted]),
-        ("publishes applied per block", [p.publishes_per_block for p in fitted]),
-        ("CPU per publish", [p.cpu_s / max(p.publishes, 1) for p in fitted]),
-        ("relay state bytes", [float(p.relay_state_bytes) for p in fitted]),
-        ("subscriber state bytes (all)", [float(p.subscriber_state_bytes) for p in fitted]),
-        ("largest state page", [float(p.largest_page.get("bytes", 0)) for p in fitted]),
-        ("outputs per block", [p.outputs_per_block for p in fitted]),
-        ("seam bytes per view", [p.bytes_per_view for p in fitted]),
-        ("seam bytes per block (all views)", [p.view_bytes / p.blocks for p in fitted]),
-        ("peak RSS", [float(p.peak_rss_kb) for p in fitted]),
-    ]
-    span = f"{fitted[0].scale}x to {fitted[-1].scale}x"
-    lines += [f"How each cost grows with the scale s (exponent k of cost ~ s^k, least squares over {span}"
-              + (f", the points before the UMP dispatch limit; {', '.join(f'{p.scale}x' for p in saturated)} "
-                 "in the table only" if saturated else "")
-              + "; publishes per block and subscribers both grow as s):", ""]
-    for name, values in costs:
-        k, word = grows(values)
-        lines.append(f"- {name}: {word} (k = {k:.2f}; {values[0]:.3g} at {fitted[0].scale}x, {values[-1]:.3g} at "
-                     f"{fitted[-1].scale}x)")
-    edge = fitted[-1]
-    relay_per_block = [p.relay_s / p.blocks for p in fitted]
-    reach = reaching(relay_per_block, BLOCK_TIME_S)
-    busiest_name, busiest_records, busiest_bytes = edge.busiest_topic()
-    busiest_rate = busiest_bytes / edge.blocks / BLOCK_TIME_S
-    page_bytes = [float(p.largest_page.get("bytes", 0)) for p in fitted]
-    page = last.largest_page
-    view_reach = reaching([float(p.view_max_bytes) for p in fitted], MAX_RECORD_BYTES)
-    topic_reach = reaching([p.busiest_topic()[2] / p.blocks / BLOCK_TIME_S for p in fitted], PARTITION_MB_S * 1e6)
-    page_reach = reaching(page_bytes, STATE_MB_S * 1e6 * 0.1)
-    seam_rate = [p.view_bytes / p.blocks / BLOCK_TIME_S for p in fitted]
-    seam_reach = reaching(seam_rate, VIEWS_PARTITIONS * PARTITION_MB_S * 1e6)
-    page_names = ", ".join(f"{p.scale}x `{p.largest_page.get('namespace', '')}`" for p in points)
-
-    def at(scale: float | None) -> str:
-        if scale is None:
-            return "never (it does not grow)"
-        return f"about {scale:,.0f}x" if scale < 10_000 else "beyond 10,000x"
-
-    queue_lines = "; ".join(
-        f"{p.scale}x: {p.publishes_per_block:,.0f} applied per block for {e:,.0f} expected, relay state's largest "
-        f"namespace `{next(iter(p.relay_namespaces), '')}` {_mb(next(iter(p.relay_namespaces.values()), 0))}"
-        for p, e in zip(points, expected, strict=True))
-    lines += [
-        "",
-        "Where the next limit is:",
-        "",
-        ("- **The relay chain's UMP dispatch weight, first**: publishes applied per block follow the scale up to "
-         f"{max((p.scale for p in points if p not in saturated), default=0)}x and fall behind from "
-         f"{saturated[0].scale}x ({queue_lines}). That is the protocol, not the implementation: UMP dispatch per "
-         "block is capped by `preferred_dispatchable_upward_messages_step_weight`, the rest waits in "
-         "`RelayDispatchQueues` (growing block after block until the queue limits refuse candidates), and it costs "
-         "state (the superlinear relay state and largest page below). Past this point more publishers need a "
-         "larger dispatch weight or more relay chains (realms), not a faster Stage R."
-         if saturated else
-         "- **The relay chain's UMP dispatch weight**: not reached; publishes applied per block follow the scale "
-         f"({queue_lines})."),
-        f"- **The sequential Stage R** (one per realm): its share of the CPU goes from {first.relay_share:.0%} at 1x "
-        f"to {last.relay_share:.0%} at {last.scale}x ({', '.join(f'{p.relay_share:.0%}' for p in points)}); its CPU "
-        f"per block grows {grows(relay_per_block)[1]} ({relay_per_block[0] * 1e3:,.0f} ms at {fitted[0].scale}x to "
-        f"{relay_per_block[-1] * 1e3:,.0f} ms at {edge.scale}x). Stage S parallelises by subscriber, Stage R does "
-        f"not: with Stage S spread over many cores, a block still takes Stage R's time, so more cores buy at most "
-        f"1 / {last.relay_share:.2f} = {1 / max(last.relay_share, 1e-9):.1f}x. At this speed (simulator, in-memory "
-        f"state; the Spark job adds state round trips) Stage R alone fills the {BLOCK_TIME_S:.0f} s block time at "
-        f"{at(reach)} the issue's workload (extrapolated): far beyond the UMP limit, so Stage R's speed sets the "
-        f"latency of a block, not the capacity of a realm.",
-        f"- **A state page**: the largest page at {last.scale}x is {_mb(page.get('bytes', 0))} "
-        f"({page.get('entries', 0)} entries of {page.get('stage', '')}'s `{page.get('namespace', '')}`, page "
-        f"{page.get('page', 0)} of {page.get('pages_per_namespace', '?')}; largest namespace: "
-        f"{last.largest_namespace.get('stage', '')}'s `{last.largest_namespace.get('namespace', '')}`, "
-        f"{_mb(last.largest_namespace.get('bytes', 0))}); before the UMP limit it grows {grows(page_bytes)[1]} "
-        f"({page_bytes[0] / 1e3:,.1f} kB at {fitted[0].scale}x, {page_bytes[-1] / 1e3:,.1f} kB at {edge.scale}x). "
-        f"At {STATE_MB_S:.0f} MB/s a page costs {page.get('bytes', 0) / (STATE_MB_S * 1e6) * 1e3:,.1f} ms to load and "
-        f"as much to write back per micro-batch that touches it; at the pre-limit growth it reaches 0.1 s of a block "
-        f"({STATE_MB_S * 0.1:.0f} MB) at {at(page_reach)}, but a UMP backlog reaches it sooner (it grows every block "
-        f"past the limit); more pages per namespace is the remedy (a stored-format migration). The largest page's "
-        f"namespace by point: {page_names}"
-        + ("; a page of one entry (the genesis record, whose key registry grows with the paras) is one value that "
-           "more pages cannot split." if any(p.largest_page.get("entries") == 1 for p in points) else "."),
-        f"- **The seam**: {last.bytes_per_view / 1e3:,.1f} kB per view on average at {last.scale}x "
-        f"({first.bytes_per_view / 1e3:,.1f} kB at 1x), {last.view_bytes / last.blocks / 1e6:,.2f} MB of views per "
-        f"block in all; "
-        f"the largest view ({last.view_max_bytes / 1e3:,.1f} kB) reaches the {MAX_RECORD_BYTES // 2**20} MiB record "
-        f"limit at {at(view_reach)}. A view carries the nodes of its subscriber's proof that its previous view did "
-        f"not (the default delta seam), and here most of each proof is new every block (every publisher updates half "
-        f"its keys); with the subscribed keys fixed, it grows {grows([p.bytes_per_view for p in fitted])[1]} only "
-        f"because its keys "
-        f"spread over more publishers' child tries and the relay trie above them gets deeper; the total per block "
-        f"grows with the subscribers times that ({grows([p.view_bytes / p.blocks for p in fitted])[1]}): "
-        f"{seam_rate[-1] / 1e6:,.2f} MB/s at {edge.scale}x on a {BLOCK_TIME_S:.0f} s block time, written by the one "
-        f"sequential Stage R; the relay-views topic's default {VIEWS_PARTITIONS} partitions (at an assumed "
-        f"{PARTITION_MB_S:.0f} MB/s each) fill at {at(seam_reach)}, the nearest of the Kafka limits.",
-        f"- **A topic**: the busiest output topic at {edge.scale}x is `{busiest_name}` with "
-        f"{busiest_records / edge.blocks:,.0f} records ({busiest_bytes / edge.blocks / 1e6:,.2f} MB) per block, "
-        f"{busiest_rate / 1e6:,.3f} MB/s at a {BLOCK_TIME_S:.0f} s block time, against an assumed "
-        f"{PARTITION_MB_S:.0f} MB/s for one Kafka partition: the topic needs a second partition at {at(topic_reach)} "
-        f"(it is keyed, so more partitions split it).",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def plot(points: Sequence[Point], path: Path) -> bool:
     """Four panels against the scale; False (and no file) without matplotlib."""
     try:
@@ -578,22 +370,8 @@ def plot(points: Sequence[Point], path: Path) -> bool:
             ax.set_xscale("log", base=2)
             ax.set_xticks(scales, [f"{s}x" for s in scales])
             ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_plot(fig, path)
     return True
-
-
-def _commit() -> str:
-    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-
-
-def write_outputs(points: Sequence[Point], meta: Mapping[str, Any]) -> None:
-    MARKDOWN.write_text(render_markdown(points, meta))
-    plotted = plot(points, PLOT)
-    print(f"wrote {MARKDOWN.relative_to(ROOT)}" + (f" and {PLOT.relative_to(ROOT)}" if plotted else
-                                                   " (no matplotlib: no plot)"))
 
 
 def main() -> None:
@@ -603,9 +381,10 @@ def main() -> None:
     parser.add_argument("--blocks-8x", type=int, default=BLOCKS,
                         help="blocks at scales of 8 and above (fewer to shorten the run)")
     parser.add_argument("--logs", type=Path, default=LOG_DIR, help="where the event logs are kept (made if missing)")
-    parser.add_argument("--from-results", action="store_true", help=f"re-render {MARKDOWN.name} from {RESULTS.name}")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where the results go (default: benchmarks/results/scaling.json, or admission.json)")
     parser.add_argument("--admission", action="store_true",
-                        help="cProfile the 1x point: Stage R's per-origin work an admission stage could take (target 4)")
+                        help="cProfile the 1x point: Stage R's per-origin work an admission stage could take")
     parser.add_argument("--admission-worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--timing", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
@@ -629,11 +408,9 @@ def main() -> None:
             done = subprocess.run(command + (["--timing"] if mode == "timing" else []), cwd=ROOT, env=env,
                                   capture_output=True, text=True, check=True)
             figures[mode] = json.loads(done.stdout.strip().splitlines()[-1])
-        print(render_admission(figures["profile"], figures["timing"]))
-        return
-    if args.from_results:
-        body = json.loads(RESULTS.read_text())
-        write_outputs([point_from_json(p) for p in body["points"]], body)
+        path = write_result("admission", figures, module="benchmarks.scaling_bench", path=args.json)
+        print(RENDERERS["admission"](read_result("admission", path)))
+        print(f"wrote {path}")
         return
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -659,15 +436,17 @@ def main() -> None:
                 f"{scale}x: {point.publishes:,} publishes in {point.cpu_s:.1f} s CPU = {point.publishes_per_s:,.0f}/s, "
                 f"Stage R {point.relay_share:.0%}, {point.outputs_per_block:,.0f} outputs/block, "
                 f"{point.bytes_per_view / 1e3:,.1f} kB/view, peak RSS {point.peak_rss_kb / 1024:,.0f} MiB")
-    meta = {"date": time.strftime("%Y-%m-%d"), "commit": _commit(), "python": platform.python_version(),
-            "load_average": os.getloadavg(), "pages_per_namespace": pages, "block_time_s": BLOCK_TIME_S,
-            "partition_mb_s": PARTITION_MB_S, "points": [{**asdict(p), "publishes_per_s": p.publishes_per_s,
-                                                          "relay_share": p.relay_share} for p in points]}
-    RESULTS.write_text(json.dumps(meta, indent=2) + "\n")
-    write_outputs(points, meta)
+    figures = {"pages_per_namespace": pages, "block_time_s": BLOCK_TIME_S, "partition_mb_s": PARTITION_MB_S,
+               "points": [{**asdict(p), "publishes_per_s": p.publishes_per_s, "relay_share": p.relay_share}
+                          for p in points]}
+    path = write_result("scaling", figures, module="benchmarks.scaling_bench", path=args.json)
+    print(RENDERERS["scaling"](read_result("scaling", path)))
+    if args.json is None and plot(points, PLOT):  # a run written elsewhere leaves the docs' plot alone
+        print(f"wrote {PLOT.relative_to(ROOT)}")
+    print(f"wrote {path}")
 
 
-# -- the admission-stage question (issue 11, target 4) --------------------------------------------------------------
+# -- the admission-stage question: how much of Stage R is per-origin work ------------------------------------------
 
 
 def _admission_functions() -> dict[str, Any]:
@@ -821,28 +600,6 @@ def admission_timing(log: Path) -> dict[str, Any]:
             "signature_s": totals.get("verify_ed25519", 0.0), "barrier_s": totals.get("check", 0.0),
             "calls": calls}
 
-
-def render_admission(profile: Mapping[str, Any], timing: Mapping[str, Any]) -> str:
-    """The two measurements of the per-origin parts as one markdown table (shares of Stage R's CPU)."""
-    p_relay, t_relay = profile["stage_r_s"], timing["stage_r_s"]
-    rows = ["| per-origin work in Stage R | cProfile: CPU s | share | timed, no profiler: CPU s | share |",
-            "|---|---:|---:|---:|---:|"]
-    for label, seconds in profile["parts_s"].items():
-        timed = timing["parts_s"].get(label, 0.0)
-        rows.append(f"| {label} | {seconds:.3f} | {seconds / p_relay:.1%} | {timed:.3f} | {timed / t_relay:.1%} |")
-    p_sum, t_sum = sum(profile["parts_s"].values()), sum(timing["parts_s"].values())
-    rows.append(f"| **all of it** | **{p_sum:.3f}** | **{p_sum / p_relay:.1%}** | **{t_sum:.3f}** | "
-                f"**{t_sum / t_relay:.1%}** |")
-    p_sig, t_sig = profile["signature_s"], timing["signature_s"]
-    rows.append(f"| (of which ed25519 verification, {profile['calls']['verify_ed25519']:,} calls) | {p_sig:.3f} | "
-                f"{p_sig / p_relay:.1%} | {t_sig:.3f} | {t_sig / t_relay:.1%} |")
-    p_bar, t_bar = profile["barrier_s"], timing["barrier_s"]
-    rows.append(f"| (not counted: XCM barrier check, reads the relay's config) | {p_bar:.3f} | {p_bar / p_relay:.1%} | "
-                f"{t_bar:.3f} | {t_bar / t_relay:.1%} |")
-    return (f"Stage R: {p_relay:.2f} s of {profile['profiled_s']:.2f} s under cProfile, {t_relay:.2f} s of "
-            f"{timing['total_s']:.2f} s timed without it (the rest is Stage S); "
-            f"{profile['calls']['authenticate']:,} authentications, {profile['calls']['admit']:,} admissions.\n\n"
-            + "\n".join(rows) + "\n")
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
-"""Simulator speed (issue 11): one seeded workload through the one-process simulator, in publishes per CPU second,
+"""Simulator speed: one seeded workload through the one-process simulator, in publishes per CPU second,
 with a SHA-256 digest of the output lines checked against a reference recorded from code without the speed work.
 
-The workload is the issue's::
+The workload is the standard one (docs/benchmarks.md)::
 
     pubsub workload -o w.jsonl --seed 3 --blocks 100 --publishers 20 --system-publishers 4 --subscribers 6 \\
         --keys 20 --subscribed-keys 40 --update-rate 0.5 --bad-records 0.01
@@ -30,8 +30,10 @@ baseline, ours, baseline, ours, ...), best of the runs on each side.
 ``--instructions`` (compiled trees only, valgrind installed) counts instead the machine instructions executed
 inside the stages' calls (``STAGE_CALLS``: Stage R's feed, Stage S's step, the ingest edge, the output lines) in
 one run per tree under callgrind, about 2-4 minutes each, with a fixed hash seed. The count is then the same on
-every run, so a change of 0.5% shows where CPU time moves by 20% between runs here (issue 11, session 9); it overstates libsodium's share (high
-IPC) and leaves the collector out. Time the whole afterwards.
+every run, so a change of 0.5% shows where CPU time moves by 20% between runs here; it overstates libsodium's
+share (high IPC) and leaves the collector out. Time the whole afterwards.
+
+Writes benchmarks/results/simulator.json (``python -m benchmarks.render simulator`` puts it in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import write_result
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "simulator.json"
 REFERENCE = ROOT / "benchmarks" / "results" / "simulator_digest.json"
 LOG = Path("/tmp/simulator_bench_workload.jsonl")
 WORKLOAD_FLAGS = [
@@ -254,6 +257,8 @@ def main() -> None:
                         help="also run this checkout with CPython's default collector schedule, interleaved")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions inside the stages under callgrind (one run per compiled tree)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where the results go (default: benchmarks/results/simulator.json)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -327,7 +332,7 @@ def main() -> None:
         print(f"no reference digest at {REFERENCE}; record one with --record TREE")
     if "ours-gc-default" in summary["trees"]:
         ok = ok and summary["trees"]["ours-gc-default"]["digest"] == ours["digest"]
-    RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"wrote {write_result('simulator', summary, module='benchmarks.simulator_bench', path=args.json)}")
     if not ok:
         sys.exit(1)
 

@@ -1,4 +1,4 @@
-"""State layer read/write paths (issue 11): StateTransaction get/put/atomic patterns over a MemoryBackend, in
+"""State layer read/write paths: StateTransaction get/put/atomic patterns over a MemoryBackend, in
 operations per CPU second, for this checkout and optionally a baseline tree measured in the same run.
 
 The patterns are the shapes the simulator profile shows (1.1 M get/put calls, 116 k atomic sections a run):
@@ -16,7 +16,7 @@ The patterns are the shapes the simulator profile shows (1.1 M get/put calls, 11
 Each tree runs in a fresh process (``PYTHONPATH`` set to the tree); runs alternate baseline, ours, ...; the best
 of the runs per side is kept and the ratio baseline/ours is quoted (CPU via ``time.process_time``).
 
-    .venv/bin/python -m benchmarks.state_bench                         # this checkout
+    .venv/bin/python -m benchmarks.state_bench                         # this checkout: benchmarks/results/state.json
     .venv/bin/python -m benchmarks.state_bench --baseline /tmp/h4-base # and a baseline tree, interleaved
 """
 
@@ -180,24 +180,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--baseline", type=Path, help="a source tree to measure in the same run (interleaved)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where the results go (default: benchmarks/results/state.json)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker()
         return 0
+    from benchmarks.common import read_result, write_result  # not in the worker: it runs on any tree
+    from benchmarks.render import RENDERERS
+
     sides = ([("baseline", args.baseline.resolve())] if args.baseline else []) + [("ours", ROOT)]
     best: dict[str, dict[str, float]] = {side: {} for side, _ in sides}
     for _ in range(args.runs):
         for side, tree in sides:
             for name, rate in run_tree(tree).items():
                 best[side][name] = max(rate, best[side].get(name, 0.0))
-    header = f"{'pattern':<12} " + " ".join(f"{side + ' ops/s':>16}" for side, _ in sides)
-    print(header + ("   ratio" if args.baseline else ""))
-    for name in best["ours"]:
-        row = f"{name:<12} " + " ".join(f"{best[side][name]:>16,.0f}" for side, _ in sides)
-        if args.baseline:
-            row += f"   {best['ours'][name] / best['baseline'][name]:5.2f}x"
-        print(row)
+    figures = {"runs": args.runs, "ops_per_cpu_second": best}
+    path = write_result("state", figures, module="benchmarks.state_bench", argv=argv, path=args.json)
+    print(RENDERERS["state"](read_result("state", path)))
+    print(f"wrote {path}")
     return 0
 
 

@@ -11,7 +11,7 @@ __all__ = ["FULL_COLLECTION_THRESHOLD", "tune_garbage_collector"]
 FULL_COLLECTION_THRESHOLD = 1000
 """Middle-generation collections between two full ones (CPython's default is 10).
 
-The protocol makes many short-lived objects and almost no reference cycles (668 found over the issue-11 workload),
+The protocol makes many short-lived objects and almost no reference cycles (668 found over the standard workload),
 so a full collection finds nothing to free but walks every live object: with the default, 5 full collections took
 0.37-0.50 s of a 2.8 s simulator run (timed with ``gc.callbacks``). At 1000 the run has none, and a full
 collection still comes about every 7 million net allocations (more than a dozen runs of that workload), so cycles that

@@ -185,7 +185,7 @@ class SparkStateBackend:
     def page_of(self, namespace: str, key: bytes) -> int:
         """The page holding `key`: a stable hash (blake2b), never Python's salted hash()."""
         # Memoised per instance (one grouping key, one micro-batch): a batch of Stage R reads the same keys
-        # hundreds of thousands of times (issue 11 log: 396k calls, 0.65 of 11.7 s of the operator's cProfile).
+        # hundreds of thousands of times (standard workload: 396k calls, 0.65 of 11.7 s of the operator's cProfile).
         memo = self._memo(namespace)
         page = memo.get(key)
         if page is None:
@@ -263,7 +263,7 @@ class SparkStateBackend:
 
     def read_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
         self.stats.read_calls += 1
-        # Hand-written (Stage R reads through here 175,000 times a batch of the issue-11 log): the namespace's
+        # Hand-written (Stage R reads through here 175,000 times a batch of the standard workload): the namespace's
         # page list and page memo looked up once per call, not a (namespace, key) tuple per key.
         found: dict[bytes, bytes] = {}
         pages = self._page_list(namespace)

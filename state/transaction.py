@@ -3,7 +3,7 @@
 Pallets run each call inside ``txn.atomic()``: if the call raises, every write it made is discarded,
 so a call applies fully or not at all. ``commit()`` sends all surviving changes to the backend in one call.
 
-Layout (issue 11: the read and write paths are on every pallet call, 1.1 M get/put calls in the simulator
+Layout (the read and write paths are on every pallet call: 1.1 M get/put calls in the simulator's standard
 workload). Writes go into one overlay, ``namespace -> key -> value`` (None for a delete), so a read is one
 lookup in the overlay and one in the loaded working set, whatever the nesting depth. An atomic section
 records, in one shared undo log, the overlay's previous value of each key it writes; leaving the section

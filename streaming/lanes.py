@@ -1,7 +1,7 @@
 """Stage S's lanes: a grouping column that spreads a realm's subscribers evenly over Stage S's partitions.
 
 Spark places each (realm, subscriber) group by a hash of its grouping key, so a handful of subscribers share the
-partitions by luck: the issue-11 log's six hash 5 to 1 over two, and Stage S's batch waits for the worker that
+partitions by luck: the standard workload's six hash 5 to 1 over two, and Stage S's batch waits for the worker that
 holds five. Stage S groups by (realm, subscriber, lane) instead, where the lane is the first small number that
 makes Spark's hash send subscriber ``n`` (its para id) to partition ``n mod P``: consecutive para ids land on every
 partition in turn, other ids no worse than the hash alone. The lane is a pure function of the realm, the

@@ -67,8 +67,8 @@ SINGLE_PAGE_BYTES = 64 * 1024
 """A namespace stays one page until its page would pass this (then it is split into ``NAMESPACE_PAGES``). Measured
 in the job's session (benchmarks/mapstate_bench.py, docs/benchmarks.md): a read costs 0.31 ms + 57 MB/s, a write
 0.19 ms + 190 MB/s, so a page of 64 KiB read and written back costs 2 ms where 16 pages cost 8 ms in calls alone
-once a batch touches them all (Stage S's relay mirror, about 33 KB a subscriber on the issue-11 log, does), and a
-batch that touches one key of it pays at most 1.5 ms more than with 16 pages."""
+once a batch touches them all (Stage S's relay mirror, about 33 KB a subscriber on the standard workload, does),
+and a batch that touches one key of it pays at most 1.5 ms more than with 16 pages."""
 
 BUNDLE_BYTES = 64 * 1024
 """One-page namespaces are packed into bundles of up to this many bytes (``state.spark``): Stage S's batches touch
@@ -102,9 +102,9 @@ class OutRow(NamedTuple):
     """One record as Kafka takes it: topic, key, value (canonical JSON; a seam record's bytes) and the ``id``
     header, each encoded once where the record is made.
 
-    A named tuple, not a frozen dataclass: Stage R makes about 27,000 of these per 100 blocks on the issue-11 log,
-    and made, bounded and encoded for the writer they took 0.20 s as frozen dataclasses of strings, 0.11 s as this
-    (51,312 records of the log, both stages)."""
+    A named tuple, not a frozen dataclass: Stage R makes about 27,000 of these per 100 blocks on the standard
+    workload, and made, bounded and encoded for the writer they took 0.20 s as frozen dataclasses of strings, 0.11 s
+    as this (51,312 records of the log, both stages)."""
 
     topic: str
     key: bytes
@@ -147,8 +147,8 @@ def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
 
     How topics interleave does not change Stage R's outputs (tests/simulator/test_examples.py), only its work: a
     record that comes before the realm's genesis is held (encoded and decoded once more), and a block that
-    comes before its records waits in a queue. Issue 11 log as one batch, replayed outside Spark: ``relay_rows``
-    2.30 -> 2.11 CPU s (1.09x) against topics in name order (blocks, then genesis), outputs equal."""
+    comes before its records waits in a queue. The standard workload as one batch, replayed outside Spark:
+    ``relay_rows`` 2.30 -> 2.11 CPU s (1.09x) against topics in name order (blocks, then genesis), outputs equal."""
     name = row.topic.rpartition(".")[2]
     rank = INPUTS.index(name) if name in INPUTS else len(INPUTS)
     return rank, row.topic, row.partition, row.offset
@@ -332,9 +332,9 @@ def seam_last(chunks: Iterable[list[OutRow]], hold_bytes: int = SEAM_HOLD_BYTES)
 
     A running Stage S takes whatever views are on the seam at each trigger. While Stage R works through a large
     batch, streaming its views block by block had Stage S run a batch every trigger beside it, each paying Spark's
-    per-batch cost on the same two cores: the live job on the issue-11 log took 6.14 s at the median against 5.42 s
-    with the views held (four pairs interleaved in one JVM; docs/benchmarks.md, "Session 20"). A batch of a block or
-    two, the live job's usual, writes its views at the same moment either way."""
+    per-batch cost on the same two cores: the live job on the standard workload took 6.14 s at the median against
+    5.42 s with the views held (four pairs interleaved in one JVM; docs/benchmarks.md, "Measured defaults"). A batch
+    of a block or two, the live job's usual, writes its views at the same moment either way."""
     held: list[OutRow] = []
     size = 0
     for chunk in chunks:

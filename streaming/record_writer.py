@@ -2,10 +2,10 @@
 Kafka sink, and hands Spark only a count per topic (``streaming.operators.BatchSummary``).
 
 Why: through Spark's sink every record crossed from the Python worker to the JVM as Arrow, became a row and was
-sent by Spark's Java producer (the JVM's sink and producer threads about 20% of its profile in session 11), on two
-cores that the protocol needs. With librdkafka in the worker, interleaved in one JVM (3 pairs each): a run's CPU
+sent by Spark's Java producer (the JVM's sink and producer threads were about 20% of its profile), on two cores
+that the protocol needs. With librdkafka in the worker, interleaved in one JVM (3 pairs each): a run's CPU
 7.25 -> 6.46 s and the job 5.64 -> 5.06 s available-now; the live job 10.4 -> 8.0 CPU s and 5.21 -> 4.34 s end to
-end (docs/benchmarks.md, "Session 12").
+end (docs/benchmarks.md, "Measured defaults").
 
 The guarantees are the sink's: records reach Kafka before the batch commits (``flush`` waits for every delivery
 and raises if one failed, which fails the task, so the batch is run again: at least once), in order per partition
@@ -34,14 +34,14 @@ WRITER_LIMITS: dict[str, str] = {
     # the Java client's partitioner (Spark's sink): a key lands where it did, and where the seam's readers expect it
     "partitioner": "murmur2_random",
     "compression.type": "lz4",
-    # Record batches up to 1 MiB per partition: a view (about 17 KB on the issue-11 log) fills Kafka's default
-    # 16 KiB batch alone, each batch its own compression frame and request (session 11, on Spark's sink: a run's
-    # CPU 9.5 -> 7.5 s).
+    # Record batches up to 1 MiB per partition: a view (about 17 KB on the standard workload) fills Kafka's default
+    # 16 KiB batch alone, each batch its own compression frame and request (measured on Spark's sink: a run's CPU
+    # 9.5 -> 7.5 s).
     "batch.size": str(1024 * 1024),
     # A record waits up to 25 ms for others to share its request (the project's producer: 5 ms). ``flush`` sends at
     # once, so a batch's last records wait for nothing; only records written while the task still runs (Stage R's
-    # events while it works on later blocks) leave up to 20 ms later. Live runs of the issue-11 log, 25 ms against 5
-    # interleaved in one JVM (session 17, 4 and 8 pairs): 5.92 -> 5.14 s and 6.33 -> 5.73 s end to end at the
+    # events while it works on later blocks) leave up to 20 ms later. Live runs of the standard workload, 25 ms
+    # against 5 interleaved in one JVM (4 and 8 pairs): 5.92 -> 5.14 s and 6.33 -> 5.73 s end to end at the
     # median, the broker 1.06 -> 0.85 and 0.97 -> 0.92 CPU s a run; 100 ms no better than 25.
     "linger.ms": "25",
     # What a worker holds unsent before ``write`` waits for deliveries (librdkafka's default: 1 GiB): a large batch's
@@ -73,7 +73,7 @@ class RecordWriter:
                 failures.append((msg.topic() or "?", err.str()))
 
         # Delivery reports for failures only: a report per record was a Python callback per record (27,340 for
-        # Stage R on the issue-11 log).
+        # Stage R on the standard workload).
         self._producer = Producer({**config, "on_delivery": delivered, "delivery.report.only.error": True})
         self._failures = failures
 

@@ -13,7 +13,7 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
 - two shuffle partitions (= state store instances) for a 2-core machine; UTC session time zone for determinism.
 - the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took 20 CPU s
   of a 60 s benchmark, more than the job's own work; without them Spark's JVM used 1.6-1.9x less CPU on the
-  issue-11 log and live latency fell over the first minute, though not over three (docs/benchmarks.md, "The
+  standard workload and live latency fell over the first minute, though not over three (docs/benchmarks.md, "The
   JVM's compiler").
 - checkpoint files through Hadoop's FileSystem API, not FileContext: the checkpoint folder is a local path
   (``checkpoint_dir``), and FileContext's rename on the local file system starts a ``readlink`` process for
@@ -52,7 +52,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 LOCAL_FILE_SYSTEM = "io.rfc0160.pubsub.fs.NioLocalFileSystem"
 """Hadoop's local file system with permissions set by a system call, not a ``chmod`` process per file and folder
-(jvm/local-fs: 77 processes per available-now run of the issue-11 log, 7-8 ms each): ``file:`` checkpoints."""
+(jvm/local-fs: 77 processes per available-now run of the standard workload, 7-8 ms each): ``file:`` checkpoints."""
 
 
 def connector_jars() -> list[str]:
@@ -91,7 +91,7 @@ def worker_spark_home() -> Path:
     zip's modules from source at each import (a zip gets no .pyc written), so every fresh worker compiled pyspark
     again: 1.4 against 0.4-0.6 s to import what the driver's pre-init worker of a transformWithState query needs, a
     worker started at every query start. Without the zip, workers import the same pyspark (this interpreter's) from
-    site-packages: the pre-init took 0.45-0.55 s instead of 0.95-1.16 (docs/benchmarks.md, "Session 10")."""
+    site-packages: the pre-init took 0.45-0.55 s instead of 0.95-1.16 (docs/benchmarks.md, "Measured defaults")."""
     package = pyspark_package_dir()
     home = runtime_dir() / "spark-home"
     home.mkdir(parents=True, exist_ok=True)

@@ -351,7 +351,7 @@ class Broadcaster:
         written back once, where one call per item decoded the whole key set twice and re-encoded it for every
         item (the hot path of UMP dispatch: 23,881 publishes of 2,408 messages, 2.18 s of a 5.6 s profiled
         relay run). Measured with the entry prefetch below: the block machine's ``_dispatch`` 0.78 -> 0.29 s CPU
-        over the issue 11 workload (2.7x, same run).
+        over the standard workload (2.7x, same run).
         """
         for item in items:
             if len(item.key) != KEY_LEN:

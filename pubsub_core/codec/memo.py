@@ -1,7 +1,7 @@
 """A bounded memo of decoded bytes (trie nodes, store pages, stored calls) that callers may also fill with what they
 encoded.
 
-``functools.lru_cache`` keyed the decoders before (issue 11): it builds a key tuple for every call with a bytes
+Not ``functools.lru_cache``: it builds a key tuple for every call with a bytes
 argument and cannot be told a result it did not compute. A store that writes a page already holds its decoded
 form, and the views after a relay block read those very pages and nodes back, so ``remember`` lets the writer
 leave them here. Two generations instead of an exact LRU order: an entry lives until two fills of

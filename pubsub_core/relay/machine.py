@@ -188,7 +188,7 @@ def _origin_order(stream: str, origin: str) -> tuple[int, int, str]:
     return rank, para, account.hex()
 
 
-def _seed_003_router() -> MessageRouter:
+def _default_router() -> MessageRouter:
     """The default router: seed 003's UMP/DMP/HRMP router with its default config."""
     # Imported here because pubsub_core.router's adapter imports this package's seam (a module-level
     # import would be circular).
@@ -241,7 +241,7 @@ class RelayMachine:
         )
         self.executor = XcmExecutor(self.barriers, self.broadcaster, self.config.executor)
         self.admission = Admission(self.config.registry, self.config.admission, check_signature)
-        self.router_factory = router_factory or _seed_003_router
+        self.router_factory = router_factory or _default_router
 
     # -- genesis ---------------------------------------------------------------------------------
     def initialize(self, backend: StateBackend, genesis: Genesis) -> None:

@@ -38,7 +38,7 @@ _ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _ENCODE: Final = (None if c_make_encoder is None else
                   c_make_encoder(None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, True))
 """The C encoder ``json.dumps`` builds on every call with these options (a JSONEncoder, then its C encoder),
-built once (issue 11: 2.3 against 5.2 us for an event body, 9,300 bodies a simulator run). No circular-reference
+built once (2.3 against 5.2 us for an event body, 9,300 bodies a simulator run). No circular-reference
 check (the first argument, json's ``markers``): record bodies are trees built from parsed JSON or ``to_json``."""
 
 

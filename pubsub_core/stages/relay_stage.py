@@ -444,8 +444,8 @@ def proof_delta(proof: Sequence[bytes], hashes: Sequence[bytes], previous: Colle
 
 _DECLARED: Final[DecodeMemo[dict[int, tuple[bytes, ...]]]] = DecodeMemo(1 << 10)
 """Declared subscriptions (publisher -> keys, read only) by the stored ``set_subscriptions`` call: every block
-proves every subscriber's declaration, which rarely changes (issue 11: decoding them was 0.7% of the simulator
-benchmark's instructions)."""
+proves every subscriber's declaration, which rarely changes (decoding them every block was 0.7% of the
+simulator benchmark's instructions)."""
 
 
 def _slot(stream: str, origin: str) -> bytes:
@@ -458,9 +458,9 @@ def _buffer_key(stream: str, origin: str, position: int) -> bytes:
 
 
 _ENVELOPE: Final = b"\x01"
-"""First byte of a buffered record's stored value: the envelope's bytes follow (the key holds the rest). Until
-issue 11 the value was the record's JSON, with the envelope in hex: 3% of the simulator's run went to encoding
-and decoding it. JSON values start with ``{``, so a state written before still reads."""
+"""First byte of a buffered record's stored value: the envelope's bytes follow (the key holds the rest). Older
+states hold the record's JSON with the envelope in hex, which cost 3% of the simulator's run to encode and decode;
+JSON values start with ``{``, so such a state still reads."""
 
 
 def _buffered_record(stream: str, origin: str, position: int, raw: bytes) -> InputRecord:

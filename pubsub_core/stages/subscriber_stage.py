@@ -261,7 +261,7 @@ class _RelayMirror:
             self._keep_only({blake2_256(node): node for node in view.nodes}, self.txn.items(self.NODES))
             return
         # One backend read for the whole view (most of a delta's nodes are new, so each ``get`` went to the
-        # backend on its own): issue 11, the simulator benchmark's 58,000 received nodes.
+        # backend on its own): 58,000 received nodes in the simulator benchmark.
         hashed = [(blake2_256(node), node) for node in view.nodes]
         txn = self.txn
         txn.prefetch(self.NODES, [node_hash for node_hash, _ in hashed])

@@ -215,7 +215,7 @@ class _Run:
         self.current: WorkItem | None = None
         self._namespaces: dict[int, tuple[str, str, str]] = {}
         # The two weights every read uses, as ints for WeightMeter.fits/add: SubscriberConfig.min_step is a
-        # property that builds Weights, and this traversal pays about 2 million reads in the issue-11 benchmark.
+        # property that builds Weights, and this traversal pays about 2 million reads in the simulator benchmark.
         min_step = config.min_step
         self._step_ref_time, self._step_proof_size = min_step.ref_time, min_step.proof_size
         self._read_ref_time, self._read_proof_size = config.db_read.ref_time, config.db_read.proof_size
@@ -242,7 +242,7 @@ class _Run:
         if seen is None:
             seen = self.state_seen[namespace] = set()
         if key not in seen:
-            # _pay inlined, one txn.get per call instead of two (about 140,000 first reads a run in the issue-11
+            # _pay inlined, one txn.get per call instead of two (about 140,000 first reads a run in the simulator
             # benchmark); with the namespaces per publisher and the updates numbered in finish: Stage S 1.05x
             # (replay of the benchmark's 618 views, interleaved). The keys seen are kept per namespace, so no
             # (namespace, key) tuple is built and hashed per read (170,000 reads).

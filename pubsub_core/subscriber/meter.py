@@ -48,7 +48,7 @@ class WeightMeter:
     """Consumes weight against a fixed limit; ``can_consume`` is checked before every read.
 
     The consumed weight is kept as two ints rather than a ``Weight``: the traversal checks and pays once per
-    read (about 2 million times in the issue-11 simulator benchmark), and building a validated frozen
+    read (about 2 million times in the simulator benchmark), and building a validated frozen
     ``Weight`` for every sum was about 12% of that run's py-spy samples; ``fits`` and ``add`` take the components.
     """
 

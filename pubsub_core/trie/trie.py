@@ -176,7 +176,7 @@ class Trie:
     def prove_each_hashed(self, key_sets: Sequence[Iterable[bytes]]) -> list[dict[bytes, bytes]]:
         """``prove_each`` with each proof node's Blake2-256 hash (node -> hash), taken from the reference that
         led to it (the root's from the trie, a value node's from its leaf) rather than hashed again: Stage R's
-        seam keeps the hashes of every proof (issue 11: 49,000 hashes a simulator run)."""
+        seam keeps the hashes of every proof (49,000 hashes a simulator run)."""
         sets = [[bytes(k) for k in keys] for keys in key_sets]
         reader = _Reader(self, list(dict.fromkeys(key for keys in sets for key in keys)))
         proofs: list[dict[bytes, bytes]] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import asdict
 from collections import Counter
 from pathlib import Path
 
@@ -12,16 +13,13 @@ import pytest
 from benchmarks.scaling_bench import (
     Page,
     Point,
-    growth_exponent,
-    growth_word,
     largest_page,
     make_log,
-    render_markdown,
     run_point,
-    scale_reaching,
     state_bytes,
     workload_flags,
 )
+from benchmarks.render import admission, growth_exponent, growth_word, scaling
 
 
 def _flag(flags: list[str], name: str) -> str:
@@ -55,13 +53,6 @@ def test_growth_exponent_needs_two_scales() -> None:
         growth_exponent([2.0], [5.0])
     with pytest.raises(ValueError):
         growth_exponent([2.0, 2.0], [5.0, 6.0])
-
-
-def test_scale_reaching_extrapolates_from_the_last_point() -> None:
-    # cost = 10 * s: it reaches 160 at s = 16; a quadratic 10 * s^2 reaches 160 at s = 4.
-    assert scale_reaching([1.0, 2.0, 4.0], [10.0, 20.0, 40.0], 160.0) == pytest.approx(16.0)
-    assert scale_reaching([1.0, 2.0], [10.0, 40.0], 160.0) == pytest.approx(4.0)
-    assert scale_reaching([1.0, 2.0, 4.0], [7.0, 7.0, 7.0], 100.0) is None
 
 
 def test_state_bytes_counts_keys_and_values() -> None:
@@ -100,19 +91,13 @@ def _point(scale: int, publishes_per_block: int) -> Point:
                  views=6 * scale * blocks, view_bytes=30_000 * 6 * scale * blocks, view_max_bytes=35_000)
 
 
-def test_markdown_reports_a_dispatch_backlog_and_fits_before_it() -> None:
-    # 8x applies 1,300 publishes per block where 8 * 200 = 1,600 were due: past the UMP dispatch limit.
-    text = render_markdown([_point(1, 200), _point(2, 400), _point(4, 800), _point(8, 1300)], {})
-    assert "fall behind from 8x" in text
-    assert "least squares over 1x to 4x" in text
-    assert "- CPU per block, total: linear (k = 1.00" in text
-    assert "| 8x | 160 (32) | 48 | 10 | 1,300 |" in text
-
-
-def test_markdown_without_a_backlog_fits_every_point() -> None:
-    text = render_markdown([_point(1, 200), _point(2, 400)], {})
-    assert "not reached" in text and "least squares over 1x to 2x" in text
-    assert "busiest output topic at 2x is `r.events` with 120 records" in text
+def test_scaling_table_gives_a_row_per_point_and_how_each_cost_grows() -> None:
+    points = [{**asdict(_point(scale, 200 * scale)), "flags": ["--publishers", str(20 * scale), "--subscribers",
+                                                              str(6 * scale)]} for scale in (1, 2, 4)]
+    text = scaling({"figures": {"points": points}})
+    assert "| 4x | 80 | 24 | 8,000 | 2,000 | 40% |" in text  # 8,000 publishes in 4 CPU s; 1.6 of 4.0 s
+    assert "CPU per block linear (k = 1.00)" in text
+    assert "bytes per view about constant (k = 0.00)" in text
 
 
 def test_one_scale_point_matches_the_plain_simulator(tmp_path: Path) -> None:
@@ -134,13 +119,11 @@ def test_one_scale_point_matches_the_plain_simulator(tmp_path: Path) -> None:
 
 
 def test_admission_table_gives_shares_of_stage_r() -> None:
-    from benchmarks.scaling_bench import render_admission
-
     profile = {"stage_r_s": 2.0, "profiled_s": 5.0, "parts_s": {"decode": 0.2, "checks": 0.1},
                "signature_s": 0.05, "barrier_s": 0.01, "calls": {"authenticate": 10, "admit": 9, "verify_ed25519": 10}}
     timing = {"stage_r_s": 1.0, "total_s": 2.5, "parts_s": {"decode": 0.1, "checks": 0.15}, "signature_s": 0.04,
               "barrier_s": 0.0}
-    text = render_admission(profile, timing)
+    text = admission({"figures": {"profile": profile, "timing": timing}})
     assert "| decode | 0.200 | 10.0% | 0.100 | 10.0% |" in text
     assert "| **all of it** | **0.300** | **15.0%** | **0.250** | **25.0%** |" in text
     assert "(of which ed25519 verification, 10 calls) | 0.050 | 2.5% | 0.040 | 4.0% |" in text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fuzz import BUILDERS, REGRESSIONS, Oracle, execute, target
+from benchmarks.reliability.fuzz import BUILDERS, REGRESSIONS, Oracle, execute, target
 
 CASES = sorted(REGRESSIONS.glob("*/*.bin"))
 

@@ -1,6 +1,6 @@
-"""The short fuzz run (issue 12): 20,000 mutated inputs spread over every target, seeded, 0 failures.
+"""The short fuzz run: 20,000 mutated inputs spread over every target, seeded, 0 failures.
 
-The long run is ``python -m benchmarks.fuzz --inputs 1000000`` (docs/reliability.md). A failure here leaves
+The long run is ``python -m benchmarks.reliability.fuzz --inputs 1000000`` (docs/reliability.md). A failure here leaves
 its reproducer under tmp_path (not tests/fuzz/regressions: copy it there once the bug is fixed)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from benchmarks.fuzz import BUILDERS, campaign, inputs, target
+from benchmarks.reliability.fuzz import BUILDERS, campaign, inputs, target
 
 INPUTS = 20_000
 SEED = 12
@@ -37,7 +37,7 @@ def test_every_corpus_input_is_valid() -> None:
     """The seed corpora hold valid encodings: none fails, and most are accepted as they are (a few bad records of
     the generated workload are in the log corpora on purpose; a header is applied without the records its
     manifest names, so ``ManifestMismatch`` is its usual end)."""
-    from benchmarks.fuzz import Oracle, execute
+    from benchmarks.reliability.fuzz import Oracle, execute
 
     with Oracle():
         for name in BUILDERS:

@@ -1,7 +1,7 @@
-"""The short chaos run (benchmarks/chaos.py --short): live producer, block author and continuous job on their own
-broker; the job's process group SIGKILLed 3 times, the broker SIGKILLed and restarted on the same data once, the
-author SIGKILLed once; then the realm's export through the simulator must equal every output topic: nothing lost,
-nothing divergent, only byte-identical duplicates."""
+"""The short chaos run (benchmarks/reliability/chaos.py --short): live producer, block author and continuous job on
+their own broker; the job's process group SIGKILLed 3 times, the broker SIGKILLed and restarted on the same data
+once, the author SIGKILLed once; then the realm's export through the simulator must equal every output topic:
+nothing lost, nothing divergent, only byte-identical duplicates."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.chaos import ChaosPlan, run_chaos
+from benchmarks.reliability.chaos import ChaosPlan, run_chaos
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -1,4 +1,4 @@
-"""Issue 15 through Kafka and the job: forged, foreign and replayed copies of genuine records and blocks, and
+"""Untrusted transport through Kafka and the job: forged, foreign and replayed copies of genuine records and blocks, and
 lines of hostile bytes, end as typed rejections; every other output is the clean log's, and the job equals the
 simulator on the attacked log (so the simulator tests' "nothing else changed" holds for the job too)."""
 

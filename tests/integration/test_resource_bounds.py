@@ -1,4 +1,4 @@
-"""Resource bounds (issue 12 item 5), what can be tested here:
+"""Resource bounds, what can be tested here:
 
 - a subscriber that fell behind: the job --available-now runs Stage R to the end of the input first, then Stage S
   starts with every view of the log behind it (the case of a Stage S query stopped while Stage R ran, then

@@ -118,7 +118,7 @@ def test_rejects_oversized_messages() -> None:
 
 @pytest.mark.parametrize("refusal", ["MessageTooLarge", "RateLimited", "BadFormat"])
 def test_a_seqno_refused_after_the_duplicate_check_is_spent(refusal: str) -> None:
-    """Issue 13 item 6: the watermark is the seen-set of message ids (sender, seqno). An authentic envelope
+    """The watermark is the seen-set of message ids (sender, seqno). An authentic envelope
     spends its seqno whatever steps 4 to 6 decide, so its replay is an ignored Duplicate, never a second
     refusal (or a later acceptance); the sender's retry, with its next seqno, is admitted."""
     big = COLLATOR.sign(UPWARD, 1, bytes(200)).encode()
@@ -296,7 +296,7 @@ class Sender:
 
 
 def test_a_flooding_origin_is_throttled_a_well_behaved_one_never_and_penalties_decay() -> None:
-    """Issue 13 item 9: rejections at steps 4-6 penalise the authenticated (stream, origin); at the threshold its
+    """Rejections at steps 4-6 penalise the authenticated (stream, origin); at the threshold its
     quota drops to the throttled one, whose excess is refused as Throttled (and penalised); points decay one per
     relay block until the origin has its full quota again. A para sending within its quota is never touched."""
     admission, txn = Admission(TWO_PARAS, PENALTIES), fresh_txn()

@@ -148,7 +148,7 @@ def test_blocks_that_do_not_extend_the_chain_or_are_not_signed_are_rejected() ->
 
 
 def test_an_envelope_refused_as_a_position_conflict_spends_its_seqno() -> None:
-    """Issue 13 item 6, the two duplicate checks kept consistent: Stage R's record of seqnos received spends an
+    """The two duplicate checks kept consistent: Stage R's record of seqnos received spends an
     authentic envelope's seqno even when it is refused as a PositionConflict, as admission's watermark spends a
     seqno refused after the duplicate check; so a copy of the refused envelope at a free position is an ignored
     Duplicate, not a record that waits to be included."""
@@ -166,7 +166,7 @@ def test_an_envelope_refused_as_a_position_conflict_spends_its_seqno() -> None:
 
 
 def test_a_flooding_para_is_throttled_across_blocks_and_a_quiet_one_is_not() -> None:
-    """Issue 13 item 9 through the block machine: para 1000 sends three records a block against a quota of two,
+    """Backpressure through the block machine: para 1000 sends three records a block against a quota of two,
     is throttled to one a block once its penalty reaches the threshold, and has its quota back after a quiet
     stretch; para 2999 (whose publishes fail in execution, which is not an admission rejection) is never
     refused."""
@@ -219,8 +219,8 @@ def subscriber_calls_log() -> tuple[LogBuilder, list[str]]:
 
 @pytest.mark.parametrize("admin_origin", list(AdminOrigin))
 def test_subscriber_calls_that_cannot_apply_are_call_failed_events(admin_origin: AdminOrigin) -> None:
-    """Issue 9: a subscriber call that does not decode is a Malformed record at the relay's admission; one that
-    decodes but cannot apply (origin, state) is a CallFailed event. Issue 13: enable_publisher and
+    """A subscriber call that does not decode is a Malformed record at the relay's admission; one that
+    decodes but cannot apply (origin, state) is a CallFailed event. enable_publisher and
     clear_publisher_cache come from governance (root, call 3 naming the subscriber); from the subscriber's own
     origin only under admin_origin=governance_or_subscriber."""
     log, malformed = subscriber_calls_log()

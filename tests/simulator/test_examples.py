@@ -105,7 +105,7 @@ def _strings(body: object) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_byte_string_in_every_output_record_is_0x_hex(name: str) -> None:
-    """Issue 9: one hex convention. No output value holds bare hex digits (a hash, key, root or node), and the
+    """One hex convention. No output value holds bare hex digits (a hash, key, root or node), and the
     fields that hold bytes (update values and keys, event keys, roots, hashes, update ids) are 0x hex."""
     byte_fields = {"key", "value", "child_root", "entry_hash", "relay_block_hash", "relay_root", "hash",
                    "parent_hash", "message_hash"}

@@ -1,4 +1,4 @@
-"""Issue 15: nothing unauthenticated occupies a place. Forged, replayed and foreign copies of genuine records
+"""Nothing unauthenticated occupies a place (invariant 5). Forged, replayed and foreign copies of genuine records
 and blocks, written before, between or after the genuine ones, add their own typed rejection and change no
 other output; and any interleaving of the topics, hostile lines included, gives the same outputs."""
 

@@ -1,4 +1,4 @@
-"""Issue 15: whatever the bytes of a line or a Kafka record, it ends as exactly one typed rejection with a short
+"""Whatever the bytes of a line or a Kafka record, it ends as exactly one typed rejection with a short
 detail; the run goes on and nothing else changes. A generated suite of hostile lines goes through
 ``pubsub simulate`` (the log read as bytes), garbage through the simulator, values through ``ingest_record``."""
 

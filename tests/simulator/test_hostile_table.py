@@ -1,4 +1,4 @@
-"""Rows of docs/reliability.md's hostile input table that had no test (issue 12 item 3), pure protocol through
+"""Rows of docs/reliability.md's hostile input table that need the whole protocol, through
 the simulator: a subscription to 10,000 keys, a publisher flooding at ten times the rate limit, a subscriber call
 signed by another para, and blocks whose manifests name records that never arrive (one at position 2**64-1)."""
 

@@ -1,4 +1,4 @@
-"""The delta seam (issue 11 target 3): Stage R sends each subscriber only the nodes of its proof P_n that were not
+"""The delta seam: Stage R sends each subscriber only the nodes of its proof P_n that were not
 in its previous view's P_{n-1}; Stage S keeps a mirror of relay nodes and runs the one pass over it.
 
 The outputs must not depend on the seam mode, nor on when Stage S collects its mirror; each delta is P_n minus
@@ -276,7 +276,8 @@ def test_the_seam_setting() -> None:
 def test_the_metering_seam_table_on_a_small_workload() -> None:
     """``benchmarks.metering --seam``: the delta view carries exactly the changed nodes, fewer bytes than the
     full view, and Stage S gives the same outputs on both (``run_seam`` exits otherwise)."""
-    from benchmarks.metering import Workload, run_seam, seam_markdown
+    from benchmarks.metering import Workload, run_seam, seam_summary
+    from benchmarks.render import seam
 
     work = Workload(keys_per_publisher=400, subscribed_keys=20, blocks=3, updated_per_block=0.02)
     rows = run_seam(work)
@@ -284,7 +285,9 @@ def test_the_metering_seam_table_on_a_small_workload() -> None:
     for row in rows:
         assert row.delta_bytes == row.changed_bytes
         assert 0 < row.delta_bytes < row.full_bytes and row.delta_record < row.full_record
-    assert "raw proof-node bytes" in seam_markdown(work, rows)
+    summary = seam_summary(rows)
+    assert summary["delta_bytes"] == summary["changed_bytes"] < summary["full_bytes"]
+    assert "| raw proof-node bytes |" in seam({"figures": {"summary": summary}})
 
 
 @pytest.mark.parametrize("depth", [1, 2])

@@ -1,4 +1,4 @@
-"""StateTransaction's single write overlay with an undo log (issue 11) against a naive reference: the stack of
+"""StateTransaction's single write overlay with an undo log against a naive reference: the stack of
 per-section write layers it replaced, merged bottom to top on every read. Random programs of reads, writes and
 nested atomic sections (some failing) must give the same reads, the same pending changes (key order included:
 commit writes them in that order), the same backend calls and the same stored state."""

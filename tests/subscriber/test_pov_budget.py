@@ -152,7 +152,7 @@ def test_cursor_resumption_with_wrap_around() -> None:
 
 
 def test_per_read_reserve_derives_from_the_relay_value_limit() -> None:
-    """Issue 13, item 8: the reserve checked before each read is one read of the largest node or value the relay
+    """The reserve checked before each read is one read of the largest node or value the relay
     can hold, derived from its MaxValueLength, so no budget is left unusable for a value that cannot exist."""
     relay_limit = BroadcasterConfig().max_value_length
     config = exact_budget_config()

@@ -1,9 +1,9 @@
-"""Soak (issue 12 item 4): a sustained live rate through the block author and the continuous job, with memory and
-state size sampled every 10 s; and the backlog measurement of item 5 (``--backlog``).
+"""Soak: a sustained live rate through the block author and the continuous job, with memory and state size sampled
+every 10 s; and how long a job takes to start on a realm whose input holds a backlog (``--backlog``).
 
-    python -m benchmarks.soak                       # 10 minutes at 10 publishes/s, a block a second
-    python -m benchmarks.soak --minutes 3 --rate 6  # shorter
-    python -m benchmarks.soak --backlog 3000        # item 5: a realm whose input holds 3000 blocks at start
+    python -m benchmarks.reliability.soak                       # 10 minutes at 10 publishes/s, a block a second
+    python -m benchmarks.reliability.soak --minutes 3 --rate 6  # shorter
+    python -m benchmarks.reliability.soak --backlog 3000        # a realm whose input holds 3000 blocks at start
 
 Soak. Its own embedded broker; the live producer (``pubsub workload --live``, TTL mix ``0:0.3,5:0.4,30:0.3``:
 most values expire), the author and the job (local[2]) as subprocesses. The live producer never deregisters,
@@ -43,8 +43,9 @@ from pathlib import Path
 
 from confluent_kafka import Message, Producer
 
-from benchmarks.chaos import OutputTracker, Parts, cmdline, descendants, tail
-from benchmarks.follow import TopicFollower
+from benchmarks.common import save_plot, write_result
+from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
+from benchmarks.reliability.follow import TopicFollower
 from producers.live import LiveSource, LiveSpec, read_resume_point
 from producers.live_run import WORKLOAD_AUTHOR_SEED
 from producers.topics import ensure_realm_topics, producer_config
@@ -344,12 +345,10 @@ def plot(result: dict[str, object], path: Path) -> None:
     assert isinstance(plan, dict)
     fig.suptitle(f"soak: {plan['rate']:g} publishes/s, block {plan['block_time']:g} s, "
                  f"{plan['minutes']:g} min (local[2])")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    save_plot(fig, path, dpi=90)
 
 
-# -- item 5: a backlog at start ---------------------------------------------------------------------------------
+# -- a backlog at start: how long the job takes to start ---------------------------------------------------------------
 def peak_sampler(root: int, stop: threading.Event, peaks: dict[str, int]) -> None:
     while not stop.is_set():
         for key, value in tree_rss(root).items():
@@ -424,7 +423,7 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="benchmarks.soak", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="benchmarks.reliability.soak", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\nSoak.")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="how long the live run lasts (default: 10)")
     parser.add_argument("--rate", type=float, default=10.0, help="publishes per second (default: 10)")
@@ -438,25 +437,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="maxOffsetsPerTrigger values for --backlog, comma-separated (default: none,2000,200)")
     parser.add_argument("--work", type=Path, metavar="DIR",
                         help="scratch folder for the broker, checkpoints and logs (default: a new temporary one)")
-    parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "soak.json",
-                        help="results file, updated in place (default: benchmarks/results/soak.json)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="results file (default: benchmarks/results/soak.json, or soak_backlog.json)")
     parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "soak.png",
                         help="the plot of the soak's samples (default: docs/img/soak.png)")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="pubsub-soak-"))
-    previous = json.loads(args.json.read_text()) if args.json.exists() else {}
+    module = "benchmarks.reliability.soak"
     if args.backlog:
         caps = [None if c == "none" else int(c) for c in args.caps.split(",")]
-        previous["backlog"] = run_backlog(args.backlog, caps, work)
-        args.json.write_text(json.dumps(previous, indent=2) + "\n")
-        return 0 if all(r["equal_to_simulator"] for r in previous["backlog"]["runs"]) else 1
+        backlog = run_backlog(args.backlog, caps, work)
+        print(f"wrote {write_result('soak_backlog', backlog, module=module, argv=argv, path=args.json)}")
+        return 0 if all(r["equal_to_simulator"] for r in backlog["runs"]) else 1
     plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn)
     result = run_soak(plan, work)
     plot(result, args.png)
-    previous["soak"] = result
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(previous, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
+    print(f"wrote {write_result('soak', result, module=module, argv=argv, path=args.json)}")
     return 0 if result.get("equal_to_simulator") else 1
 
 

@@ -1,11 +1,11 @@
-"""Chaos run (issue 12 item 1): live traffic through the live producer, the block author and the continuous job
+"""Chaos run: live traffic through the live producer, the block author and the continuous job
 while a seeded schedule kills things; at the end the realm is exported and every output topic compared with the
 simulator over the exported log.
 
-    python -m benchmarks.chaos                      # 200+ blocks, 20 job kills, 3 broker restarts, 2 author
-                                                    # kills, 1 executor kill (standalone cluster phase)
-    python -m benchmarks.chaos --short              # 30 blocks, 3 job kills, 1 broker restart, 1 author kill
-    python -m benchmarks.chaos --blocks 300 --seed 7 --json benchmarks/results/chaos.json
+    python -m benchmarks.reliability.chaos           # 200+ blocks, 20 job kills, 3 broker restarts, 2 author kills,
+                                                     # 1 executor kill (standalone cluster phase)
+    python -m benchmarks.reliability.chaos --short   # 30 blocks, 3 job kills, 1 broker restart, 1 author kill
+    python -m benchmarks.reliability.chaos --blocks 300 --seed 7 --json benchmarks/results/chaos.json
 
 What is killed, and how:
 - the job: SIGKILL to its whole process group (the Python driver, its JVM, the JVM's Python workers), then a
@@ -49,7 +49,8 @@ from pathlib import Path
 
 from confluent_kafka import Message
 
-from benchmarks.follow import TopicFollower
+from benchmarks.common import write_result
+from benchmarks.reliability.follow import TopicFollower
 from producers.live_run import WORKLOAD_AUTHOR_SEED
 from producers.topics import ensure_realm_topics
 from pubsub_core.stages.topics import topic
@@ -607,7 +608,7 @@ def run_chaos(plan: ChaosPlan, work: Path | None = None, say: Callable[[str], No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks.chaos", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="benchmarks.reliability.chaos", description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=None, help="relay blocks at least (default 200; 30 with --short)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the workload and the kill schedule (default: 0)")
     parser.add_argument("--short", action="store_true", help="30 blocks, 3 job kills, 1 broker restart, 1 author kill")
@@ -638,11 +639,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures = result.figures()
     print(json.dumps(figures, indent=2))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"figures": figures, "plan": result.plan, "topics": result.topics,
-                                         "pending_at_end": result.pending_at_end,
-                                         "events": [asdict(e) | {"restarted": None} for e in result.events],
-                                         "notes": result.unplanned_notes}, indent=2) + "\n")
+        write_result("chaos", {"figures": figures, "plan": result.plan, "topics": result.topics,
+                               "pending_at_end": result.pending_at_end,
+                               "events": [asdict(e) | {"restarted": None} for e in result.events],
+                               "notes": result.unplanned_notes},
+                     module="benchmarks.reliability.chaos", argv=argv, path=args.json)
     return 0 if result.ok else 1
 
 

@@ -1,6 +1,6 @@
-"""A fuzzer over every input edge of pubsub_core (issue 12): mutated valid encodings, or atheris (libFuzzer).
+"""A fuzzer over every input edge of pubsub_core: mutated valid encodings, or atheris (libFuzzer).
 
-    python -m benchmarks.fuzz --inputs N [--seed S] [--target NAME] [--seconds T] [--engine mutate|atheris]
+    python -m benchmarks.reliability.fuzz --inputs N [--seed S] [--target NAME] [--seconds T] [--engine mutate|atheris]
 
 Each target takes bytes. Seed corpora are VALID inputs (a generated workload's event log, examples/*.jsonl, the
 trie vectors, encodings built with the codecs); the default engine mutates them (bit flips, byte insert/delete,
@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import write_result
+
+ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
-RESULTS = ROOT / "benchmarks" / "results" / "fuzz.json"
 
 MAX_SECONDS = 2.0
 """An input taking more CPU seconds than this is a failure (a hang); wall time is reported too."""
@@ -901,14 +902,15 @@ def _table(stats: dict[str, Stats], wall: float):  # noqa: ANN202 - a rich Table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.reliability.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument("--inputs", type=int, default=20_000, help="inputs in all (spread evenly over targets)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--target", action="append", choices=sorted(BUILDERS), help="repeatable; default: all")
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long even if inputs remain")
     parser.add_argument("--engine", choices=("mutate", "atheris"), default="mutate")
     parser.add_argument("--no-memory", action="store_true", help="skip tracemalloc (faster; no memory oracle)")
-    parser.add_argument("--json", type=Path, default=None, help=f"write figures here (e.g. {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write figures here (e.g. benchmarks/results/fuzz.json)")
     args = parser.parse_args(argv)
     names = args.target or list(BUILDERS)
     from rich.console import Console
@@ -955,8 +957,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python": sys.version.split()[0],
             "targets": {name: s.to_json() for name, s in stats.items()},
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(body, indent=2) + "\n")
+        write_result("fuzz", body, module="benchmarks.reliability.fuzz", argv=argv, path=args.json)
     for name, s in stats.items():
         for label, count in s.failures.items():
             console.print(f"[red]FAILURE[/] {name}: {label} ×{count}")
