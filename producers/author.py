@@ -469,8 +469,12 @@ class BlockAuthor:
         for key, value, offset in self._read_to_end([blocks], self._head_offset + 1):
             if chain.replay(key, value, offset) is not None:
                 self._head_offset = offset
-        self._consumer = self._input_consumer()
-        self._catch_up(inclusion)
+        reader = self._input_consumer(start=True)
+        try:
+            self._catch_up(reader, inclusion)
+        finally:
+            reader.close()
+        self._consumer = self._input_consumer(start=False)
         inclusion.mark_included(chain.included)
         self._chain, self._inclusion, self.resumed_from = chain, inclusion, snapshot
         return chain
@@ -526,9 +530,12 @@ class BlockAuthor:
                 raise GenesisMissing(self.realm, timeout)
             time.sleep(0.5)
 
-    def _consumer_config(self) -> dict[str, str]:
-        return {**consumer_config(self.settings, f"pubsub-author-{self.realm}-reader"),
-                "isolation.level": "read_committed"}
+    def _consumer_config(self, *, start: bool = True) -> dict[str, str]:
+        """Read committed. ``start``: for the reads of ``start``, which wait for each topic's end: the broker
+        answers an empty fetch at once instead of holding it for the default 500 ms."""
+        config = {**consumer_config(self.settings, f"pubsub-author-{self.realm}-reader"),
+                  "isolation.level": "read_committed"}
+        return {**config, "fetch.wait.max.ms": "10"} if start else config
 
     def _watermarks(self, name: str) -> tuple[int, int]:
         """The earliest offset kept and the end offset of a single-partition topic."""
@@ -563,7 +570,7 @@ class BlockAuthor:
         finally:
             consumer.close()
 
-    def _input_consumer(self) -> Consumer:
+    def _input_consumer(self, *, start: bool) -> Consumer:
         """A reader of the input topics from ``_offsets``; ``InputExpired`` (unless ``accept_input_loss``) when
         retention deleted records from there."""
         starts = []
@@ -575,26 +582,28 @@ class BlockAuthor:
                     raise InputExpired(self.realm, name, self._offsets[stream], low)
                 self._offsets[stream] = low
             starts.append(TopicPartition(name, 0, self._offsets[stream]))
-        consumer = Consumer(self._consumer_config())
+        consumer = Consumer(self._consumer_config(start=start))
         consumer.assign(starts)
         return consumer
 
     def catch_up(self) -> None:
         """Read every input record written up to now (``step`` reads only for a block time)."""
-        assert self._inclusion is not None, "start() first"
-        self._catch_up(self._inclusion)
+        assert self._consumer is not None and self._inclusion is not None, "start() first"
+        self._catch_up(self._consumer, self._inclusion)
 
-    def _catch_up(self, inclusion: Inclusion) -> None:
+    def _catch_up(self, consumer: Consumer, inclusion: Inclusion) -> None:
         """Feed every input record up to the topics' end offsets now."""
-        assert self._consumer is not None
         ends = {}
         for stream in INPUT_STREAMS:
             name = topic(self.realm, stream)
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
+            _, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
             if high > self._offsets[stream]:
                 ends[name] = high
-        for message in _drain(self.realm, self._consumer, ends):
-            self._arrive(inclusion, message)
+        try:
+            for message in _drain(self.realm, consumer, ends):
+                self._arrive(inclusion, message)
+        except KafkaException as exc:
+            raise AuthorKafkaError(self.realm, "reading the input topics", str(exc.args[0])) from exc
 
     def _arrive(self, inclusion: Inclusion, message: Message) -> None:
         """One input record, in offset order, and the offset to read next."""
