@@ -69,6 +69,7 @@ __all__ = [
     "NotAnAuthor",
     "block_hash",
     "block_record",
+    "latest_snapshot",
     "parse_key",
     "transactional_id",
 ]
@@ -459,7 +460,7 @@ class BlockAuthor:
         except KafkaException as exc:
             raise AuthorKafkaError(self.realm, "init_transactions", str(exc.args[0])) from exc
         self._producer = producer
-        snapshot = self._latest_snapshot(registry.author_keys) if self.use_snapshot else None
+        snapshot = latest_snapshot(self.settings, self.realm, registry.author_keys) if self.use_snapshot else None
         if snapshot is not None and not self._head_matches(snapshot):
             snapshot = None  # the blocks topic is not the one the snapshot describes: rebuild from the topics
         chain, inclusion = _restore(self.realm, registry, self.admission, snapshot)
@@ -478,21 +479,6 @@ class BlockAuthor:
         inclusion.mark_included(chain.included)
         self._chain, self._inclusion, self.resumed_from = chain, inclusion, snapshot
         return chain
-
-    def _latest_snapshot(self, author_keys: frozenset[bytes]) -> AuthorSnapshot | None:
-        """The highest-numbered genuine snapshot among the topic's last records (a window widened backwards until
-        one is found): a compacted topic whose tail is not cleaned yet still ends with the newest."""
-        name = topic(self.realm, AUTHOR_STATE)
-        low, high = self._watermarks(name)
-        window = _SNAPSHOT_WINDOW
-        while high > low:
-            start = max(low, high - window)
-            found = [s for _, value, _ in self._read_to_end([name], start, high)
-                     if (s := open_snapshot(self.realm, author_keys, value)) is not None]
-            if found:
-                return max(found, key=lambda s: s.number)
-            high, window = start, window * 4
-        return None
 
     def _head_matches(self, snapshot: AuthorSnapshot) -> bool:
         """Whether the blocks topic holds the snapshot's head block at its offset. ``InputExpired`` when
@@ -530,45 +516,15 @@ class BlockAuthor:
                 raise GenesisMissing(self.realm, timeout)
             time.sleep(0.5)
 
-    def _consumer_config(self, *, start: bool = True) -> dict[str, str]:
-        """Read committed. ``start``: for the reads of ``start``, which wait for each topic's end: the broker
-        answers an empty fetch at once instead of holding it for the default 500 ms."""
-        config = {**consumer_config(self.settings, f"pubsub-author-{self.realm}-reader"),
-                  "isolation.level": "read_committed"}
-        return {**config, "fetch.wait.max.ms": "10"} if start else config
+    def _consumer_config(self, *, start: bool) -> dict[str, str]:
+        return _reader_config(self.settings, self.realm, start=start)
 
     def _watermarks(self, name: str) -> tuple[int, int]:
-        """The earliest offset kept and the end offset of a single-partition topic."""
-        consumer = Consumer(self._consumer_config())
-        try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
-            return int(low), int(high)
-        except KafkaException as exc:
-            raise AuthorKafkaError(self.realm, f"reading the offsets of {name}", str(exc.args[0])) from exc
-        finally:
-            consumer.close()
+        return _topic_watermarks(self.settings, self.realm, name)
 
     def _read_to_end(self, names: list[str], start: int = 0,
                      end: int | None = None) -> list[tuple[bytes | None, bytes | None, int]]:
-        """Every committed record of single-partition topics from offset ``start`` to ``end`` (default: their
-        end now)."""
-        consumer = Consumer(self._consumer_config())
-        try:
-            out: list[tuple[bytes | None, bytes | None, int]] = []
-            for name in names:
-                _, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
-                stop = high if end is None else min(end, high)
-                if stop <= start:
-                    continue
-                consumer.assign([TopicPartition(name, 0, start)])
-                for m in _drain(self.realm, consumer, {name: stop}):
-                    if _offset(m) < stop:
-                        out.append((m.key(), m.value(), _offset(m)))
-            return out
-        except KafkaException as exc:
-            raise AuthorKafkaError(self.realm, f"reading {', '.join(names)}", str(exc.args[0])) from exc
-        finally:
-            consumer.close()
+        return _read_range(self.settings, self.realm, names, start, end)
 
     def _input_consumer(self, *, start: bool) -> Consumer:
         """A reader of the input topics from ``_offsets``; ``InputExpired`` (unless ``accept_input_loss``) when
@@ -702,6 +658,68 @@ class BlockAuthor:
         if self._producer is not None:
             self._producer.flush(5)
             self._producer = None
+
+
+def latest_snapshot(settings: Settings, realm: str, author_keys: frozenset[bytes]) -> AuthorSnapshot | None:
+    """The realm's newest snapshot an author key signed: the highest-numbered genuine one among the last records
+    of ``<realm>.author-state`` (a window widened backwards until one is found; a compacted topic whose tail is not
+    cleaned yet still ends with the newest). None when there is none (or no topic)."""
+    name = topic(realm, AUTHOR_STATE)
+    try:
+        low, high = _topic_watermarks(settings, realm, name)
+    except AuthorKafkaError:
+        return None  # no snapshot topic: a realm no author with snapshots wrote
+    window = _SNAPSHOT_WINDOW
+    while high > low:
+        start = max(low, high - window)
+        found = [s for _, value, _ in _read_range(settings, realm, [name], start, high)
+                 if (s := open_snapshot(realm, author_keys, value)) is not None]
+        if found:
+            return max(found, key=lambda s: s.number)
+        high, window = start, window * 4
+    return None
+
+
+def _reader_config(settings: Settings, realm: str, *, start: bool = True) -> dict[str, str]:
+    """Read committed. ``start``: for reads that wait for each topic's end (a start's): the broker answers an
+    empty fetch at once instead of holding it for the default 500 ms."""
+    config = {**consumer_config(settings, f"pubsub-author-{realm}-reader"), "isolation.level": "read_committed"}
+    return {**config, "fetch.wait.max.ms": "10"} if start else config
+
+
+def _topic_watermarks(settings: Settings, realm: str, name: str) -> tuple[int, int]:
+    """The earliest offset kept and the end offset of a single-partition topic."""
+    consumer = Consumer(_reader_config(settings, realm))
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
+        return int(low), int(high)
+    except KafkaException as exc:
+        raise AuthorKafkaError(realm, f"reading the offsets of {name}", str(exc.args[0])) from exc
+    finally:
+        consumer.close()
+
+
+def _read_range(settings: Settings, realm: str, names: list[str], start: int = 0,
+                end: int | None = None) -> list[tuple[bytes | None, bytes | None, int]]:
+    """Every committed record of single-partition topics from offset ``start`` to ``end`` (default: their end
+    now), as (key, value, offset)."""
+    consumer = Consumer(_reader_config(settings, realm))
+    try:
+        out: list[tuple[bytes | None, bytes | None, int]] = []
+        for name in names:
+            _, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
+            stop = high if end is None else min(end, high)
+            if stop <= start:
+                continue
+            consumer.assign([TopicPartition(name, 0, start)])
+            for m in _drain(realm, consumer, {name: stop}):
+                if _offset(m) < stop:
+                    out.append((m.key(), m.value(), _offset(m)))
+        return out
+    except KafkaException as exc:
+        raise AuthorKafkaError(realm, f"reading {', '.join(names)}", str(exc.args[0])) from exc
+    finally:
+        consumer.close()
 
 
 def _restore(realm: str, registry: KeyRegistry, admission: AdmissionConfig,
