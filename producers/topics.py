@@ -57,6 +57,7 @@ __all__ = [
     "ensure_topics",
     "producer_config",
     "realm_is_valid",
+    "realm_topic_names",
     "realm_topic_specs",
     "record_fits",
     "topic_config",
@@ -152,6 +153,12 @@ def realm_topic_specs(
     if seam:
         specs.append(TopicSpec(topic(realm, VIEWS), partitions, topic_config(TopicKind.SEAM, max_message_bytes)))
     return specs
+
+
+def realm_topic_names(realm: str) -> list[str]:
+    """Every topic of ``realm`` (``realm_topic_specs``'s names): what resetting a realm deletes, the author's
+    snapshot included (a new realm must not resume from the old one's)."""
+    return [spec.name for spec in realm_topic_specs(realm)]
 
 
 def ensure_topics(settings: Settings, specs: Iterable[TopicSpec], admin: AdminClient | None = None) -> dict[str, int]:
