@@ -481,12 +481,15 @@ class BlockAuthor:
         return chain
 
     def _head_matches(self, snapshot: AuthorSnapshot) -> bool:
-        """Whether the blocks topic holds the snapshot's head block at its offset. ``InputExpired`` when
-        retention deleted it."""
+        """Whether the blocks topic holds the snapshot's head block at its offset. Retention may have deleted the
+        head (an author down longer than it): the signed snapshot is then taken as it is, unless records written
+        after the head and its commit marker went too (``InputExpired``, unless ``accept_input_loss``)."""
         name = topic(self.realm, "blocks")
         low, _ = self._watermarks(name)
         if snapshot.block_offset < low:
-            raise InputExpired(self.realm, name, snapshot.block_offset, low)
+            if low > snapshot.block_offset + 2 and not self.accept_input_loss:
+                raise InputExpired(self.realm, name, snapshot.block_offset + 1, low)
+            return True
         records = self._read_to_end([name], snapshot.block_offset, snapshot.block_offset + 1)
         if not records:
             return False

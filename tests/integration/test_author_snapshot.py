@@ -147,3 +147,33 @@ def test_records_deleted_before_the_author_read_them_stop_its_start_with_input_e
     lossy = author(kafka_settings, realm, accept_input_loss=True)
     assert lossy.resumed_from is not None and lossy.write_block().header.number == 2
     lossy.close()
+
+
+def test_a_head_block_deleted_by_retention_is_taken_from_the_snapshot_unless_later_blocks_went_too(
+        kafka_settings: Settings) -> None:
+    """An author down longer than the blocks topic's retention finds its head block gone: its signed snapshot is
+    enough. When records written after the head went too (another writer's), they may have been blocks it needs:
+    ``InputExpired``."""
+    realm = new_realm(kafka_settings)
+    send(kafka_settings, realm, chunks(realm)[0])
+    first = author(kafka_settings, realm)
+    first.write_block()
+    first.close()
+    blocks_topic = f"{realm}.blocks"
+    admin = AdminClient({**kafka_settings.kafka_client_config(), "log_level": "3"})
+    high = first._watermarks(blocks_topic)[1]  # the head block and its commit marker
+    for future in admin.delete_records([TopicPartition(blocks_topic, 0, high)]).values():
+        future.result(30)
+    second = author(kafka_settings, realm)
+    assert second.resumed_from is not None and second.write_block().header.number == 2
+    second.close()
+    produce(kafka_settings, [ProducedRecord(blocks_topic, b"author", b"junk")])
+    high = second._watermarks(blocks_topic)[1]
+    for future in admin.delete_records([TopicPartition(blocks_topic, 0, high)]).values():
+        future.result(30)
+    with pytest.raises(InputExpired) as caught:
+        author(kafka_settings, realm)
+    assert caught.value.topic == blocks_topic
+    third = author(kafka_settings, realm, accept_input_loss=True)
+    assert third.write_block().header.number == 3
+    third.close()
