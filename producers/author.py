@@ -15,12 +15,15 @@ para, from the relay's configuration); what does not fit goes in the next block,
 reordered.
 
 Restarts and fencing: the author writes each block in its own Kafka transaction (``transactional.id =
-pubsub-author-<realm>``). Starting calls ``init_transactions``, which fences any older author of the realm (its
-next block fails with ``AuthorFenced``) and aborts the transaction it may have left open, then reads the blocks
-topic to its end (read committed) and replays it with Stage R's rules (``ChainState``): the head (number, hash),
-every included position and the author key's seqno watermark. The input topics are then replayed from offset 0
-(Stage R's seqno rule depends on each topic's whole history), so a restart repeats no block number and includes
-no record twice or never.
+pubsub-author-<realm>``), with a signed snapshot of its state after that block on the compacted
+``<realm>.author-state`` (``producers.author_state``). Starting calls ``init_transactions``, which fences any older
+author of the realm (its next block fails with ``AuthorFenced``) and aborts the transaction it may have left open,
+then takes the latest snapshot an author key signed, replays the blocks written after its block with Stage R's
+rules (``ChainState``: none unless another author wrote some) and reads each input topic from the snapshot's
+offset, so a restart costs what arrived since the last block, whatever the realm's age, and repeats no block
+number and includes no record twice or never. Without a snapshot (a realm written by an older author) it replays
+the blocks topic and every input topic from offset 0, once. Records the snapshot still needs that retention
+deleted stop the start with ``InputExpired``.
 
 Imports nothing from ``streaming/`` (the ``Settings`` protocol of ``producers.topics`` is all it needs).
 """
@@ -33,10 +36,12 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from producers.author_state import AUTHOR_STATE, SNAPSHOT_KEY, AuthorSnapshot, open_snapshot, snapshot_record
+from producers.errors import ProducerError
 from producers.topics import Settings, consumer_config, ensure_realm_topics, producer_config
 from pubsub_core.codec.scale import encode_bytes
-from pubsub_core.envelope import AdmissionConfig, KeyRegistry, Signer, Topic, Unauthenticated, authenticate
-from producers.errors import ProducerError
+from pubsub_core.envelope import (AdmissionConfig, Envelope, KeyRegistry, Signer, Topic, Unauthenticated,
+                                  authenticate)
 from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader, InputRecord, canonical_json
@@ -61,9 +66,11 @@ __all__ = [
     "ChainState",
     "GenesisMissing",
     "Inclusion",
+    "InputExpired",
     "NotAnAuthor",
     "block_hash",
     "block_record",
+    "latest_snapshot",
     "parse_key",
     "transactional_id",
 ]
@@ -76,6 +83,8 @@ DEFAULT_MAX_BYTES = DEFAULT_MAX_POV_SIZE
 """Envelope bytes per block unless told otherwise: a block carries no more than the relay's 5 MiB PoV."""
 _ZERO_HASH = bytes(32)
 _KAFKA_TIMEOUT = 30.0
+_SNAPSHOT_WINDOW = 64
+"""Records of the snapshot topic's tail read first (a snapshot and a commit marker per block)."""
 _FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 
 
@@ -133,6 +142,20 @@ class AuthorKafkaError(AuthorError):
         super().__init__(realm, f"{operation} failed: {reason}")
         self.operation = operation
         self.reason = reason
+
+
+class InputExpired(AuthorError):
+    """Retention deleted records of ``topic`` the author has not read: it resumes at offset ``wanted`` and the
+    topic now starts at ``earliest``. The positions in between can never be included by this author."""
+
+    def __init__(self, realm: str, topic_name: str, wanted: int, earliest: int) -> None:
+        super().__init__(realm, f"{topic_name} now starts at offset {earliest} but the author resumes at {wanted}: "
+                                f"retention deleted {earliest - wanted} records it never read (its retention.ms is "
+                                f"shorter than the author's outage). To go on without them run `pubsub author "
+                                f"--accept-input-loss` (docs/operations.md, 'Input retention')")
+        self.topic = topic_name
+        self.wanted = wanted
+        self.earliest = earliest
 
 
 def transactional_id(realm: str) -> str:
@@ -234,11 +257,11 @@ class Inclusion:
         seen = self.received.get((*slot, envelope.sender))
         if seen is not None and envelope.seqno <= seen:
             return "Duplicate"
+        self.received[(*slot, envelope.sender)] = envelope.seqno  # spent even when refused, as Stage R does
         positions = self.buffered.setdefault(slot, {})
         if record.position in positions or record.position <= self.included.get(slot, -1):
             return "PositionConflict"
         positions[record.position] = len(record.value)
-        self.received[(*slot, envelope.sender)] = envelope.seqno
         return None
 
     def mark_included(self, included: Mapping[tuple[str, str], int]) -> None:
@@ -387,13 +410,19 @@ class BlockReport:
 
 # -- the Kafka side ----------------------------------------------------------------------------------------------
 class BlockAuthor:
-    """Writes one realm's blocks to Kafka. ``start`` waits for the genesis, fences older authors and replays the
-    chain and the inputs; ``step`` reads what arrived until the block time and writes one block."""
+    """Writes one realm's blocks to Kafka. ``start`` waits for the genesis, fences older authors and resumes from
+    the latest snapshot (else replays the chain and the inputs); ``step`` reads what arrived until the block time
+    and writes one block.
+
+    ``use_snapshot=False`` ignores the snapshots and replays the topics' whole history (they must still hold it);
+    ``accept_input_loss`` resumes an input whose unread records retention deleted at its earliest offset instead
+    of raising ``InputExpired``."""
 
     def __init__(self, settings: Settings, realm: str, signer: Signer, *, limits: AuthorLimits | None = None,
                  admission: AdmissionConfig | None = None, max_pov_size: int = DEFAULT_MAX_POV_SIZE,
                  session_index: int = 0, session_every: int | None = None,
-                 trusted_genesis: bytes | None = None) -> None:
+                 trusted_genesis: bytes | None = None, use_snapshot: bool = True,
+                 accept_input_loss: bool = False) -> None:
         if session_every is not None and session_every < 1:
             raise ValueError("session_every must be at least 1")
         self.settings = settings
@@ -405,10 +434,18 @@ class BlockAuthor:
         self.session_index = session_index
         self.session_every = session_every
         self.trusted_genesis = trusted_genesis
+        self.use_snapshot = use_snapshot
+        self.accept_input_loss = accept_input_loss
+        self.resumed_from: AuthorSnapshot | None = None
+        """The snapshot the last ``start`` resumed from (None: it replayed the topics' whole history)."""
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._chain: ChainState | None = None
         self._inclusion: Inclusion | None = None
+        self._offsets: dict[str, int] = {}
+        """Input stream -> next offset to read (the snapshot's ``offsets``)."""
+        self._head_offset = -1
+        """Offset of the head block on the blocks topic (-1: none yet)."""
 
     # -- start -------------------------------------------------------------------------------------------------
     def start(self, genesis_timeout: float = 60.0) -> ChainState:
@@ -424,15 +461,47 @@ class BlockAuthor:
         except KafkaException as exc:
             raise AuthorKafkaError(self.realm, "init_transactions", str(exc.args[0])) from exc
         self._producer = producer
-        chain = ChainState(self.realm, registry, self.admission)
-        for key, value, offset in self._read_to_end([topic(self.realm, "blocks")]):
-            chain.replay(key, value, offset)
-        inclusion = Inclusion(self.realm, registry)
-        self._consumer = self._input_consumer()
-        self._catch_up(inclusion)
+        snapshot = latest_snapshot(self.settings, self.realm, registry.author_keys) if self.use_snapshot else None
+        if snapshot is not None and not self._head_matches(snapshot):
+            snapshot = None  # the blocks topic is not the one the snapshot describes: rebuild from the topics
+        chain, inclusion = _restore(self.realm, registry, self.admission, snapshot)
+        self._offsets = {s: 0 for s in INPUT_STREAMS} if snapshot is None else dict(snapshot.offsets)
+        self._head_offset = -1 if snapshot is None else snapshot.block_offset
+        blocks = topic(self.realm, "blocks")
+        for key, value, offset in self._read_to_end([blocks], self._head_offset + 1):
+            if chain.replay(key, value, offset) is not None:
+                self._head_offset = offset
+        reader = self._input_consumer(start=True)
+        try:
+            self._catch_up(reader, inclusion)
+        finally:
+            reader.close()
+        self._consumer = self._input_consumer(start=False)
         inclusion.mark_included(chain.included)
-        self._chain, self._inclusion = chain, inclusion
+        self._chain, self._inclusion, self.resumed_from = chain, inclusion, snapshot
         return chain
+
+    def _head_matches(self, snapshot: AuthorSnapshot) -> bool:
+        """Whether the blocks topic holds the snapshot's head block at its offset. Retention may have deleted the
+        head (an author down longer than it): the signed snapshot is then taken as it is, unless records written
+        after the head and its commit marker went too (``InputExpired``, unless ``accept_input_loss``)."""
+        name = topic(self.realm, "blocks")
+        low, _ = self._watermarks(name)
+        if snapshot.block_offset < low:
+            if low > snapshot.block_offset + 2 and not self.accept_input_loss:
+                raise InputExpired(self.realm, name, snapshot.block_offset + 1, low)
+            return True
+        records = self._read_to_end([name], snapshot.block_offset, snapshot.block_offset + 1)
+        if not records:
+            return False
+        key, value, offset = records[0]
+        try:
+            record = decode_record(name, key, value, offset).value
+            envelope = Envelope.decode(record.value) if isinstance(record, InputRecord) else None
+            header = BlockHeader.decode(envelope.data) if envelope is not None else None
+        except PubSubError:
+            return False
+        return header is not None and (header.number, header.hash) == (snapshot.number, snapshot.hash)
 
     def _genesis(self, timeout: float) -> KeyRegistry:
         """The key registry of the realm's first genesis record (the pinned one when ``trusted_genesis`` is
@@ -451,42 +520,56 @@ class BlockAuthor:
                 raise GenesisMissing(self.realm, timeout)
             time.sleep(0.5)
 
-    def _consumer_config(self) -> dict[str, str]:
-        return {**consumer_config(self.settings, f"pubsub-author-{self.realm}-reader"),
-                "isolation.level": "read_committed"}
+    def _consumer_config(self, *, start: bool) -> dict[str, str]:
+        return _reader_config(self.settings, self.realm, start=start)
 
-    def _read_to_end(self, names: list[str]) -> list[tuple[bytes | None, bytes | None, int]]:
-        """Every committed record of single-partition topics, from offset 0 to their end now."""
-        consumer = Consumer(self._consumer_config())
-        try:
-            out: list[tuple[bytes | None, bytes | None, int]] = []
-            for name in names:
-                _, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
-                if high <= 0:
-                    continue
-                consumer.assign([TopicPartition(name, 0, 0)])
-                out += [(m.key(), m.value(), _offset(m)) for m in _drain(self.realm, consumer, {name: high})]
-            return out
-        except KafkaException as exc:
-            raise AuthorKafkaError(self.realm, f"reading {', '.join(names)}", str(exc.args[0])) from exc
-        finally:
-            consumer.close()
+    def _watermarks(self, name: str) -> tuple[int, int]:
+        return _topic_watermarks(self.settings, self.realm, name)
 
-    def _input_consumer(self) -> Consumer:
-        consumer = Consumer(self._consumer_config())
-        consumer.assign([TopicPartition(topic(self.realm, s), 0, 0) for s in INPUT_STREAMS])
+    def _read_to_end(self, names: list[str], start: int = 0,
+                     end: int | None = None) -> list[tuple[bytes | None, bytes | None, int]]:
+        return _read_range(self.settings, self.realm, names, start, end)
+
+    def _input_consumer(self, *, start: bool) -> Consumer:
+        """A reader of the input topics from ``_offsets``; ``InputExpired`` (unless ``accept_input_loss``) when
+        retention deleted records from there."""
+        starts = []
+        for stream in INPUT_STREAMS:
+            name = topic(self.realm, stream)
+            low, _ = self._watermarks(name)
+            if self._offsets[stream] < low:
+                if not self.accept_input_loss:
+                    raise InputExpired(self.realm, name, self._offsets[stream], low)
+                self._offsets[stream] = low
+            starts.append(TopicPartition(name, 0, self._offsets[stream]))
+        consumer = Consumer(self._consumer_config(start=start))
+        consumer.assign(starts)
         return consumer
 
-    def _catch_up(self, inclusion: Inclusion) -> None:
+    def catch_up(self) -> None:
+        """Read every input record written up to now (``step`` reads only for a block time)."""
+        assert self._consumer is not None and self._inclusion is not None, "start() first"
+        self._catch_up(self._consumer, self._inclusion)
+
+    def _catch_up(self, consumer: Consumer, inclusion: Inclusion) -> None:
         """Feed every input record up to the topics' end offsets now."""
-        assert self._consumer is not None
         ends = {}
         for stream in INPUT_STREAMS:
             name = topic(self.realm, stream)
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
-            ends[name] = high
-        for message in _drain(self.realm, self._consumer, {n: h for n, h in ends.items() if h > 0}):
-            inclusion.arrive(str(message.topic()), message.key(), message.value(), _offset(message))
+            _, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
+            if high > self._offsets[stream]:
+                ends[name] = high
+        try:
+            for message in _drain(self.realm, consumer, ends):
+                self._arrive(inclusion, message)
+        except KafkaException as exc:
+            raise AuthorKafkaError(self.realm, "reading the input topics", str(exc.args[0])) from exc
+
+    def _arrive(self, inclusion: Inclusion, message: Message) -> None:
+        """One input record, in offset order, and the offset to read next."""
+        name, offset = str(message.topic()), _offset(message)
+        inclusion.arrive(name, message.key(), message.value(), offset)
+        self._offsets[name[len(self.realm) + 1:]] = offset + 1
 
     # -- blocks ------------------------------------------------------------------------------------------------
     def step(self, block_time: float, stop: Callable[[], bool] = lambda: False) -> BlockReport | None:
@@ -505,11 +588,11 @@ class BlockAuthor:
                 if error.code() != KafkaError._PARTITION_EOF:
                     raise AuthorKafkaError(self.realm, "reading the input topics", error.str())
                 continue
-            self._inclusion.arrive(str(message.topic()), message.key(), message.value(), _offset(message))
+            self._arrive(self._inclusion, message)
         return self.write_block()
 
     def write_block(self) -> BlockReport:
-        """Write the next block with what is buffered now, in one transaction."""
+        """Write the next block with what is buffered now, and the snapshot after it, in one transaction."""
         assert self._producer is not None and self._chain is not None and self._inclusion is not None
         chain, inclusion = self._chain, self._inclusion
         plan = inclusion.plan(self.limits)
@@ -517,29 +600,45 @@ class BlockAuthor:
         session = self.session_index + (number // self.session_every if self.session_every else 0)
         header = chain.next_header(plan.manifest, self.max_pov_size, session)
         seqno = chain.next_seqno(self.signer.public_key)
-        self._commit(number, block_record(self.realm, self.signer, seqno, header))
+
+        def snapshot(block_offset: int) -> bytes:
+            after = _snapshot_after(chain, inclusion, header, self.signer.public_key, seqno, block_offset,
+                                    self._offsets)
+            return snapshot_record(self.realm, self.signer, after)
+
+        self._head_offset = self._commit(number, block_record(self.realm, self.signer, seqno, header), snapshot)
         chain.append(header, self.signer.public_key, seqno)
         inclusion.mark_included(header.last_included())
         return BlockReport(header, plan.records, plan.size)
 
-    def _commit(self, number: int, value: bytes) -> None:
-        """One transaction holding the block; ``AuthorFenced`` when a newer author took over."""
+    def _commit(self, number: int, value: bytes, snapshot: Callable[[int], bytes]) -> int:
+        """One transaction holding the block and ``snapshot(offset of the block)``; returns the block's offset.
+        ``AuthorFenced`` when a newer author took over."""
         producer = self._producer
         assert producer is not None
         failures: list[KafkaError] = []
+        offsets: list[int] = []
 
-        def delivered(err: KafkaError | None, _msg: Message) -> None:
+        def delivered(err: KafkaError | None, msg: Message) -> None:
             if err is not None:
                 failures.append(err)
+            else:
+                offsets.append(_offset(msg))
 
         try:
             producer.begin_transaction()
             producer.produce(topic(self.realm, "blocks"), key=AUTHOR_ORIGIN.encode(), value=value,
                              on_delivery=delivered)
             producer.flush(_KAFKA_TIMEOUT)
+            if failures or not offsets:
+                raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))
+            producer.produce(topic(self.realm, AUTHOR_STATE), key=SNAPSHOT_KEY, value=snapshot(offsets[0]),
+                             on_delivery=delivered)
+            producer.flush(_KAFKA_TIMEOUT)
             if failures:
                 raise KafkaException(failures[0])
             producer.commit_transaction(_KAFKA_TIMEOUT)
+            return offsets[0]
         except (KafkaException, SystemError) as exc:  # a fatal error may surface as a SystemError from flush
             error = _kafka_error(exc)
             if error is None:
@@ -563,6 +662,93 @@ class BlockAuthor:
         if self._producer is not None:
             self._producer.flush(5)
             self._producer = None
+
+
+def latest_snapshot(settings: Settings, realm: str, author_keys: frozenset[bytes]) -> AuthorSnapshot | None:
+    """The realm's newest snapshot an author key signed: the highest-numbered genuine one among the last records
+    of ``<realm>.author-state`` (a window widened backwards until one is found; a compacted topic whose tail is not
+    cleaned yet still ends with the newest). None when there is none (or no topic)."""
+    name = topic(realm, AUTHOR_STATE)
+    try:
+        low, high = _topic_watermarks(settings, realm, name)
+    except AuthorKafkaError:
+        return None  # no snapshot topic: a realm no author with snapshots wrote
+    window = _SNAPSHOT_WINDOW
+    while high > low:
+        start = max(low, high - window)
+        found = [s for _, value, _ in _read_range(settings, realm, [name], start, high)
+                 if (s := open_snapshot(realm, author_keys, value)) is not None]
+        if found:
+            return max(found, key=lambda s: s.number)
+        high, window = start, window * 4
+    return None
+
+
+def _reader_config(settings: Settings, realm: str, *, start: bool = True) -> dict[str, str]:
+    """Read committed. ``start``: for reads that wait for each topic's end (a start's): the broker answers an
+    empty fetch at once instead of holding it for the default 500 ms."""
+    config = {**consumer_config(settings, f"pubsub-author-{realm}-reader"), "isolation.level": "read_committed"}
+    return {**config, "fetch.wait.max.ms": "10"} if start else config
+
+
+def _topic_watermarks(settings: Settings, realm: str, name: str) -> tuple[int, int]:
+    """The earliest offset kept and the end offset of a single-partition topic."""
+    consumer = Consumer(_reader_config(settings, realm))
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
+        return int(low), int(high)
+    except KafkaException as exc:
+        raise AuthorKafkaError(realm, f"reading the offsets of {name}", str(exc.args[0])) from exc
+    finally:
+        consumer.close()
+
+
+def _read_range(settings: Settings, realm: str, names: list[str], start: int = 0,
+                end: int | None = None) -> list[tuple[bytes | None, bytes | None, int]]:
+    """Every committed record of single-partition topics from offset ``start`` to ``end`` (default: their end
+    now), as (key, value, offset)."""
+    consumer = Consumer(_reader_config(settings, realm))
+    try:
+        out: list[tuple[bytes | None, bytes | None, int]] = []
+        for name in names:
+            _, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=_KAFKA_TIMEOUT)
+            stop = high if end is None else min(end, high)
+            if stop <= start:
+                continue
+            consumer.assign([TopicPartition(name, 0, start)])
+            for m in _drain(realm, consumer, {name: stop}):
+                if _offset(m) < stop:
+                    out.append((m.key(), m.value(), _offset(m)))
+        return out
+    except KafkaException as exc:
+        raise AuthorKafkaError(realm, f"reading {', '.join(names)}", str(exc.args[0])) from exc
+    finally:
+        consumer.close()
+
+
+def _restore(realm: str, registry: KeyRegistry, admission: AdmissionConfig,
+             snapshot: AuthorSnapshot | None) -> tuple[ChainState, Inclusion]:
+    """The chain and inclusion state a snapshot holds (empty ones without a snapshot)."""
+    if snapshot is None:
+        return ChainState(realm, registry, admission), Inclusion(realm, registry)
+    chain = ChainState(realm, registry, admission, snapshot.number, snapshot.hash, dict(snapshot.included),
+                       dict(snapshot.watermarks))
+    buffered = {slot: dict(positions) for slot, positions in snapshot.buffered.items()}
+    return chain, Inclusion(realm, registry, dict(snapshot.included), buffered, dict(snapshot.received))
+
+
+def _snapshot_after(chain: ChainState, inclusion: Inclusion, header: BlockHeader, author: bytes, seqno: int,
+                    block_offset: int, offsets: Mapping[str, int]) -> AuthorSnapshot:
+    """The snapshot once ``header`` (written by ``author`` with ``seqno`` at ``block_offset``) is the head,
+    computed without changing ``chain`` or ``inclusion`` (the block is not committed yet)."""
+    included = dict(chain.included)
+    for slot, last in header.last_included().items():
+        included[slot] = max(last, included.get(slot, -1))
+    buffered = {slot: {p: n for p, n in positions.items() if p > included.get(slot, -1)}
+                for slot, positions in inclusion.buffered.items()}
+    return AuthorSnapshot(header.number, header.hash, block_offset, {**chain.watermarks, author: seqno}, included,
+                          dict(inclusion.received), {slot: ps for slot, ps in buffered.items() if ps},
+                          dict(offsets))
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:

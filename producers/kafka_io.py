@@ -248,17 +248,18 @@ def wait_for_sizes(settings: Settings, sizes: Mapping[str, int], timeout: float,
 
 
 def scan_topic(
-    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
+    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None, start: int = 0
 ) -> Iterator[ConsumedRecord]:
-    """Every record of ``topic`` from the beginning to the end offsets seen at the start (at most ``limit``, the
-    first ones of each partition), with headers, one at a time: each partition in offset order, partitions
-    interleaved as they arrive. ``KafkaIOError`` if no record comes for ``timeout`` seconds before the end."""
+    """Every record of ``topic`` from offset ``start`` (default: the beginning) of each partition to the end
+    offsets seen at the start (at most ``limit``, the first ones of each partition), with headers, one at a time:
+    each partition in offset order, partitions interleaved as they arrive. ``KafkaIOError`` if no record comes
+    for ``timeout`` seconds before the end."""
     consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
     try:
-        ends = {p: high for p, (low, high) in _watermarks(consumer, topic).items() if high > low}
+        ends = {p: high for p, (low, high) in _watermarks(consumer, topic).items() if high > max(low, start)}
         if not ends or limit == 0:
             return
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
+        consumer.assign([TopicPartition(topic, p, start) for p in sorted(ends)])
         done: set[int] = set()
         count = 0
         deadline = time.monotonic() + timeout

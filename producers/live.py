@@ -17,8 +17,11 @@ sending and never enters a record. A sender late by more than one interval resta
 instead of bursting to catch up, so the cap holds; the summary then shows the rate achieved.
 
 **Resuming (crash-safe).** Positions and seqnos are never kept locally: at start, ``read_resume_point`` reads
-the realm's genesis and the whole ``upward`` and ``extrinsics`` topics and applies Stage R's arrival rule to the
-records of the origins it writes (``resume_point``): a record counts if it decodes, ``authenticate`` accepts it
+the realm's genesis, takes the block author's latest snapshot (``producers.author.latest_snapshot``: every seqno
+watermark and included or buffered position up to its offsets) and reads the ``upward`` and ``extrinsics`` topics
+from the snapshot's offsets (from their beginning without a snapshot), so a restart costs what arrived since the
+author's last block, whatever the realm's age. It applies Stage R's arrival rule to the records of the origins it
+writes (``resume_point``): a record counts if it decodes, ``authenticate`` accepts it
 under the genesis registry, and its seqno is above its sender's highest so far (a replay does not count). The
 next position of an origin is one past the highest position of a counted record, the next seqno of a sender
 one past its highest. The idempotent producer keeps each topic's records in order, so a crash loses a suffix
@@ -43,6 +46,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from producers.author import latest_snapshot
+from producers.author_state import AuthorSnapshot
 from producers.kafka_io import ConsumedRecord, KafkaIOError, read_topic, scan_topic
 from producers.topics import Settings, ensure_realm_topics, producer_config
 from producers.workload import (
@@ -75,6 +80,7 @@ __all__ = [
     "Pacing",
     "ResumePoint",
     "read_resume_point",
+    "snapshot_resume_point",
     "resume_point",
     "run_live",
     "stop_on_signals",
@@ -189,12 +195,14 @@ class ResumePoint:
 
 
 def resume_point(
-    records: Iterable[ConsumedRecord], realm: str, registry: KeyRegistry, origins: set[tuple[str, str]]
+    records: Iterable[ConsumedRecord], realm: str, registry: KeyRegistry, origins: set[tuple[str, str]],
+    start: ResumePoint | None = None,
 ) -> ResumePoint:
     """Stage R's arrival rule over ``records`` (each topic in offset order) for the (stream, origin) pairs in
     ``origins``: count a record that decodes, authenticates under ``registry`` and carries a seqno above its
-    sender's highest so far; return one past the highest counted position per origin and the highest seqnos."""
-    point = ResumePoint()
+    sender's highest so far; return one past the highest counted position per origin and the highest seqnos,
+    continuing from ``start`` (what the records before them gave)."""
+    point = ResumePoint(positions=dict(start.positions), seqnos=dict(start.seqnos)) if start else ResumePoint()
     for consumed in records:
         key = consumed.key.decode("utf-8", errors="replace") if consumed.key is not None else ""
         stream = consumed.topic.rpartition(".")[2]
@@ -225,10 +233,27 @@ def read_resume_point(settings: Settings, realm: str, origins: set[tuple[str, st
         if isinstance(decoded, GenesisRecord):
             genesis = decoded
     trusted = genesis.registry if genesis is not None else registry
-    records = (record for stream in RESUME_STREAMS for record in scan_topic(settings, f"{realm}.{stream}"))
-    point = resume_point(records, realm, trusted, origins)
+    snapshot = latest_snapshot(settings, realm, trusted.author_keys) if genesis is not None else None
+    start = None if snapshot is None else snapshot_resume_point(snapshot, origins)
+    offsets = {} if snapshot is None else snapshot.offsets
+    records = (record for stream in RESUME_STREAMS
+               for record in scan_topic(settings, f"{realm}.{stream}", start=offsets.get(stream, 0)))
+    point = resume_point(records, realm, trusted, origins, start)
     point.genesis = genesis
     return point
+
+
+def snapshot_resume_point(snapshot: AuthorSnapshot, origins: set[tuple[str, str]]) -> ResumePoint:
+    """What ``resume_point`` gives over the records before the snapshot's offsets: each sender's seqno watermark,
+    and per origin one past the highest position included or buffered (a record whose seqno counted either took
+    its position or was refused at a position already taken, never a higher one)."""
+    positions = {}
+    for slot in origins:
+        last = max([snapshot.included.get(slot, -1), *snapshot.buffered.get(slot, {})])
+        if last >= 0:
+            positions[slot] = last + 1
+    seqnos = {k: v for k, v in snapshot.received.items() if (k[0], k[1]) in origins}
+    return ResumePoint(positions=positions, seqnos=seqnos)
 
 
 class LiveSource:

@@ -30,11 +30,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from producers.kafka_io import ID_HEADER
 from producers.latency import LatencySummary, summarize
 from producers.live import LiveSpec, Pacing
-from producers.topics import consumer_config, ensure_realm_topics
+from producers.topics import consumer_config, ensure_realm_topics, realm_topic_names
 from producers.workload import WorkloadSpec
 from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
-from pubsub_core.stages.topics import VIEWS, input_topics, output_topics, topic
+from pubsub_core.stages.topics import VIEWS, topic
 from streaming.kafka_broker import delete_topics
 from streaming.paths import REPO_ROOT
 from streaming.seam import SeamRecordError, split_record
@@ -371,7 +371,7 @@ class LiveRun:
 
         realm = self.plan.realm
         self.plan.pacing()  # refuse a rate the producer would refuse, before starting anything
-        delete_topics(self.settings, input_topics(realm) + output_topics(realm))
+        delete_topics(self.settings, realm_topic_names(realm))
         ensure_realm_topics(self.settings, realm, partitions=self.settings.views_partitions)
         shutil.rmtree(self.plan.checkpoint, ignore_errors=True)
         shutil.rmtree(self.plan.logs, ignore_errors=True)

@@ -2,15 +2,20 @@
 
 A realm has five input topics (``<realm>.genesis|upward|horizontal|extrinsics|blocks``, one partition each, so a
 topic's offsets are the positions the protocol numbers), five output topics (``updates``, ``events``,
-``rejected``, ``pov``, ``seals``) and the Stage R -> Stage S seam ``relay-views`` (names:
-``pubsub_core.stages.topics``). Every topic is created with:
+``rejected``, ``pov``, ``seals``), the Stage R -> Stage S seam ``relay-views`` (names:
+``pubsub_core.stages.topics``) and the block author's snapshot ``author-state`` (``producers.author_state``). Every
+topic is created with:
 
 - ``max.message.bytes`` = ``MAX_MESSAGE_BYTES`` (16 MiB): an input record may be as large as the ingest cap
   (``INGEST_RECORD_CAP``, 8 MiB) plus its JSON envelope, hex doubling binary values; outputs and views carry
   such values too;
 - ``compression.type=producer``: the broker stores the batch as the producer compressed it (``zstd``);
-- ``cleanup.policy=delete``, and for inputs ``retention.ms=-1``: the input log is the system of record, so it
-  is never expired (outputs and views keep the broker's default retention; they can be recomputed).
+- ``cleanup.policy=delete``, and for inputs ``retention.ms=-1`` by default: the input log is the system of record.
+  An operator may give ``upward``, ``horizontal``, ``extrinsics`` and ``blocks`` a finite retention longer than
+  the longest outage of the job or the author (docs/operations.md, "Input retention"); ``genesis`` must stay.
+  Outputs and views keep the broker's default retention (they can be recomputed);
+- except ``author-state``: ``cleanup.policy=compact`` (one key, the latest snapshot is all a restart reads) with
+  ``segment.ms`` of an hour, so its uncleaned tail stays short.
 
 Producers send with idempotence on, ``acks=all``, ``compression.type=zstd`` and ``message.max.bytes`` = the
 ceiling; readers fetch with limits above it (``consumer_config``). Kafka checks ``max.message.bytes``
@@ -33,6 +38,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from producers.errors import ProducerError
+from producers.author_state import AUTHOR_STATE
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
 
@@ -51,6 +57,7 @@ __all__ = [
     "ensure_topics",
     "producer_config",
     "realm_is_valid",
+    "realm_topic_names",
     "realm_topic_specs",
     "record_fits",
     "topic_config",
@@ -70,6 +77,7 @@ zstd, which needs Kafka >= 2.1)."""
 _FETCH_HEADROOM = 4
 """Readers fetch up to this many ceiling-sized records per request."""
 _ADMIN_TIMEOUT = 30.0
+_STATE_SEGMENT_MS = 3_600_000
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 
@@ -94,6 +102,7 @@ class TopicKind(Enum):
     INPUT = "input"
     OUTPUT = "output"
     SEAM = "seam"
+    STATE = "state"
 
 
 @dataclass(frozen=True)
@@ -110,12 +119,14 @@ def topic_config(kind: TopicKind, max_message_bytes: int = MAX_MESSAGE_BYTES) ->
     config = {"max.message.bytes": str(max_message_bytes), "compression.type": "producer", "cleanup.policy": "delete"}
     if kind is TopicKind.INPUT:
         config["retention.ms"] = "-1"
+    if kind is TopicKind.STATE:
+        config |= {"cleanup.policy": "compact", "segment.ms": str(_STATE_SEGMENT_MS)}
     return config
 
 
 def realm_is_valid(realm: str) -> bool:
     """Whether every topic of ``realm`` is a legal Kafka topic name (1-249 of ``[A-Za-z0-9._-]``)."""
-    return all(_TOPIC_NAME.match(topic(realm, name)) for name in (*INPUTS, *OUTPUTS, VIEWS))
+    return all(_TOPIC_NAME.match(topic(realm, name)) for name in (*INPUTS, *OUTPUTS, VIEWS, AUTHOR_STATE))
 
 
 def realm_topic_specs(
@@ -127,19 +138,27 @@ def realm_topic_specs(
     partitions: int = 1,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> list[TopicSpec]:
-    """A realm's topics: inputs always with one partition; outputs and the seam with ``partitions``."""
+    """A realm's topics: inputs (and with them the author's snapshot topic) with one partition; outputs and the
+    seam with ``partitions``."""
     if partitions < 1:
         raise TopicError(topic(realm, "*"), f"partitions must be at least 1, not {partitions}")
     specs: list[TopicSpec] = []
     if inputs:
         config = topic_config(TopicKind.INPUT, max_message_bytes)
         specs += [TopicSpec(topic(realm, name), 1, config) for name in INPUTS]
+        specs.append(TopicSpec(topic(realm, AUTHOR_STATE), 1, topic_config(TopicKind.STATE, max_message_bytes)))
     if outputs:
         config = topic_config(TopicKind.OUTPUT, max_message_bytes)
         specs += [TopicSpec(topic(realm, name), partitions, config) for name in OUTPUTS]
     if seam:
         specs.append(TopicSpec(topic(realm, VIEWS), partitions, topic_config(TopicKind.SEAM, max_message_bytes)))
     return specs
+
+
+def realm_topic_names(realm: str) -> list[str]:
+    """Every topic of ``realm`` (``realm_topic_specs``'s names): what resetting a realm deletes, the author's
+    snapshot included (a new realm must not resume from the old one's)."""
+    return [spec.name for spec in realm_topic_specs(realm)]
 
 
 def ensure_topics(settings: Settings, specs: Iterable[TopicSpec], admin: AdminClient | None = None) -> dict[str, int]:

@@ -244,6 +244,7 @@ class EmbeddedKafka:
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
             "log.retention.hours": "-1",
+            "log.retention.check.interval.ms": "5000",  # a topic given a short retention.ms expires within seconds
         }
         path = self.home / "server.properties"
         path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))

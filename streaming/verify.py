@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from producers.kafka_io import ProducedRecord, produce, read_outputs, route_event_log
-from producers.topics import ensure_realm_topics
+from producers.topics import ensure_realm_topics, realm_topic_names
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord
-from pubsub_core.stages.topics import OUTPUTS, input_topics, output_topics, topic
+from pubsub_core.stages.topics import OUTPUTS, topic
 from streaming.errors import BrokerError
 from streaming.job import BatchReport, JobSummary, run_job
 from streaming.kafka_broker import delete_topics, ensure_kafka
@@ -118,7 +118,7 @@ def fresh_topics(lines: Sequence[bytes], settings: Settings,
     a live job can be started on them before the log arrives)."""
     config = load_protocol_config(settings.protocol_config)
     records, realms = _records(lines, config.default_realm)
-    every = [t for realm in sorted(realms) for t in input_topics(realm) + output_topics(realm)]
+    every = [t for realm in sorted(realms) for t in realm_topic_names(realm)]
     from confluent_kafka.admin import AdminClient
 
     existing = set(AdminClient(settings.kafka_client_config()).list_topics(timeout=10).topics) & set(every)

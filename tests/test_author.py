@@ -294,3 +294,21 @@ def test_limits_come_from_the_relay_configuration() -> None:
     assert AuthorLimits().upward_per_para == 16 and AuthorLimits().max_records == 600
     with pytest.raises(ValueError):
         AuthorLimits(max_bytes=0)
+
+
+def test_a_seqno_spent_on_a_position_conflict_makes_a_lower_one_a_duplicate_as_in_stage_r() -> None:
+    """The collator signs seqno 5 at a position already taken (PositionConflict), then seqno 3 at the next one:
+    Stage R spends seqno 5 on the refused record, so seqno 3 is a Duplicate there and the author must not include
+    it (a block naming it would wait forever)."""
+    log = two_para_log()
+    author = Author(registry_of(log.lines))
+    publish(log, 0)
+    clash = InputRecord("upward", "1000", 0, COLLATOR.sign(Topic(REALM, "upward", "1000"), 5, b"\x01").encode())
+    log.line(f"{REALM}.upward", "1000", clash.to_json())
+    log.signed(COLLATOR, "upward", "1000", b"\x02", seqno=3)
+    author.feed(log.lines[1:])
+    assert author.refusals == [None, "PositionConflict", "Duplicate"]
+    line, _, plan = author.block()
+    assert plan.manifest == (("upward", "1000", 0),)
+    outputs = run([*log.lines, line])
+    assert not reasons(outputs) & {"MissingRecords", "NeverIncluded"} and sealed(outputs) == [1]

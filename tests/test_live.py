@@ -11,7 +11,10 @@ import pytest
 from producers.export import export_line, interleave
 from producers.follow import SeenWindow, short_hex, short_value, update_row
 from producers.kafka_io import ConsumedRecord
-from producers.live import LiveRateError, LiveSource, LiveSpec, Pacer, Pacing, ResumePoint, resume_point
+from producers.author import AuthorLimits, Inclusion
+from producers.author_state import AuthorSnapshot
+from producers.live import (LiveRateError, LiveSource, LiveSpec, Pacer, Pacing, ResumePoint, resume_point,
+                            snapshot_resume_point)
 from producers.workload import WorkloadSpec, signer
 from pubsub_core.envelope import Topic
 from pubsub_core.relay import InputRecord, canonical_json
@@ -128,3 +131,38 @@ def test_export_interleaves_by_timestamp_then_topic_then_offset_and_keeps_each_t
     merged = [(r.topic, r.offset) for r in interleave([blocks, upward, genesis])]
     assert merged == [("r.upward", 0), ("r.blocks", 0), ("r.blocks", 1), ("r.genesis", 0), ("r.upward", 1),
                       ("r.upward", 2)]
+
+
+@pytest.mark.parametrize("cut", [0, 2, 5, 9, 14, 17])
+def test_resuming_from_the_authors_snapshot_gives_the_point_a_whole_history_gives(cut: int) -> None:
+    """The records up to ``cut`` are in the author's snapshot (its pure Inclusion fed them, a block included what it
+    could), the rest scanned after it: the resume point equals ``resume_point`` over every record, forgeries, a
+    replay and a position conflict included."""
+    source = LiveSource(LiveSpec(WorkloadSpec(seed=4, publishers=0, subscribers=0), rate=1.0))
+    source.setup()
+    key = source.cast.collators[1000]
+    topic = "polkadot.upward"
+    records: list[ConsumedRecord] = []
+    for i in range(6):
+        genuine = source.log.publish(1000, key, [(bytes([i]) * 32, b"v", 0)])
+        records.append(_consumed(topic, "1000", genuine, len(records)))
+        forged = signer("intruder").sign(Topic("polkadot", "upward", "1000"), 99, b"x").encode()
+        records.append(_consumed(topic, "1000", InputRecord("upward", "1000", genuine.position + 1, forged),
+                                 len(records)))
+        if i % 2:
+            replay = InputRecord("upward", "1000", genuine.position + 1, genuine.value)
+            records.append(_consumed(topic, "1000", replay, len(records)))
+    clash = key.sign(Topic("polkadot", "upward", "1000"), 40, b"y").encode()
+    records.append(_consumed(topic, "1000", InputRecord("upward", "1000", 1, clash), len(records)))
+    registry = source.genesis.registry
+    inclusion = Inclusion("polkadot", registry)
+    for record in records[:cut]:
+        inclusion.arrive(record.topic, record.key, record.value, record.offset)
+    inclusion.mark_included({(s, o): p for s, o, p in inclusion.plan(AuthorLimits(max_records=2)).manifest})
+    snapshot = AuthorSnapshot(1, bytes(32), 0, {}, dict(inclusion.included), dict(inclusion.received),
+                              {slot: dict(p) for slot, p in inclusion.buffered.items()}, {"upward": cut})
+    start = snapshot_resume_point(snapshot, source.origins)
+    resumed = resume_point(records[cut:], "polkadot", registry, source.origins, start)
+    whole = resume_point(records, "polkadot", registry, source.origins)
+    assert whole.positions == {("upward", "1000"): 6} and whole.seqnos == {("upward", "1000", key.public_key): 40}
+    assert (resumed.positions, resumed.seqnos) == (whole.positions, whole.seqnos)

@@ -29,8 +29,8 @@ def register(subparsers: Any) -> None:
             "the last block, keep those Stage R buffers on arrival (decodable, authenticated against the realm's "
             "genesis registry, a fresh seqno, a free position), and write the next block to <realm>.blocks: per "
             "stream and origin, the contiguous run of such positions after the last included one, within the "
-            "block limits, signed with the author key. Resumes after the last block on the topic; a newer author "
-            "of the realm fences this one (Kafka transactional.id pubsub-author-<realm>). One line per block on "
+            "block limits, signed with the author key. Resumes from its snapshot on <realm>.author-state (written "
+            "with every block), reading only what came after it; a newer author of the realm fences this one (Kafka transactional.id pubsub-author-<realm>). One line per block on "
             "stdout; Ctrl-C stops after the current block."
         ),
         epilog="Key handling, fencing and resume: docs/operations.md, 'The block author'.",
@@ -56,6 +56,12 @@ def register(subparsers: Any) -> None:
                              "trusted_genesis; default: the settings' protocol_config, else the defaults)")
     parser.add_argument("--genesis-timeout", type=float, default=60.0, metavar="SECONDS",
                         help="how long to wait for the realm's genesis record (default: 60)")
+    parser.add_argument("--full-replay", action="store_true",
+                        help="ignore the snapshot and rebuild the author's state from the topics' whole history "
+                             "(they must still hold it)")
+    parser.add_argument("--accept-input-loss", action="store_true",
+                        help="when retention deleted input records the author never read, resume at the earliest "
+                             "record kept instead of stopping (those positions are never included)")
     stop = parser.add_mutually_exclusive_group()
     stop.add_argument("--once", action="store_true", help="write a single block, then exit")
     stop.add_argument("--blocks", type=int, metavar="N", help="stop after N blocks")
@@ -92,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     author = BlockAuthor(settings, args.realm, signer, limits=limits, admission=admission,
                          max_pov_size=args.max_pov_size, session_index=args.session_index,
-                         session_every=args.session_every, trusted_genesis=protocol.trusted_genesis.get(args.realm))
+                         session_every=args.session_every, trusted_genesis=protocol.trusted_genesis.get(args.realm),
+                         use_snapshot=not args.full_replay, accept_input_loss=args.accept_input_loss)
     stopping: list[int] = []
 
     def stop(signum: int, _frame: FrameType | None) -> None:
@@ -102,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         chain = author.start(args.genesis_timeout)
         after = "genesis" if chain.number is None else f"block {chain.number} (0x{chain.hash.hex()[:8]})"
-        console.print(f"author of {args.realm}: key 0x{signer.public_key.hex()[:16]}..., resuming after {after}")
+        source = "the topics' whole history" if author.resumed_from is None else "its snapshot"
+        console.print(f"author of {args.realm}: key 0x{signer.public_key.hex()[:16]}..., resuming after {after} "
+                      f"from {source}")
         limit = 1 if args.once else args.blocks
         written = 0
         while limit is None or written < limit:

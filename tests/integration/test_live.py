@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
+from producers.author import AuthorLimits, BlockAuthor, latest_snapshot
 from producers.kafka_io import ProducedRecord, produce, read_topic
 from producers.live import LiveSpec, run_live
 from producers.topics import ensure_realm_topics
@@ -64,10 +65,23 @@ def test_the_live_producer_sends_at_its_rate_and_counts_deliveries(kafka_setting
     assert sorted(per_para) == ["1000", "2000", "2001"] and max(per_para.values()) - min(per_para.values()) <= 1
 
 
-def test_a_restart_reuses_no_position_or_seqno_even_after_hostile_records(kafka_settings: Settings) -> None:
+@pytest.mark.parametrize("snapshot", [False, True], ids=["whole-topics", "from-the-author-snapshot"])
+def test_a_restart_reuses_no_position_or_seqno_even_after_hostile_records(kafka_settings: Settings,
+                                                                          snapshot: bool) -> None:
+    """Without an author the restart reads the topics whole; with one, from its snapshot's offsets."""
     realm = fresh_realm()
     spec = LiveSpec(WorkloadSpec(seed=2, realm=realm), rate=20.0, seconds=1.0)
     first = run_live(kafka_settings, spec, threading.Event())
+    if snapshot:
+        author = BlockAuthor(kafka_settings, realm, signer("author"), limits=AuthorLimits(max_records=5))
+        author.start(genesis_timeout=20)
+        author.write_block()  # some records included, the rest buffered in the snapshot
+        author.close()
+        keys = frozenset({signer("author").public_key})
+        deadline = time.monotonic() + 10  # the commit markers land just after commit_transaction returns
+        while (written := latest_snapshot(kafka_settings, realm, keys)) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert written is not None and written.offsets["upward"] > 0 and written.buffered
     genuine = envelopes(kafka_settings, f"{realm}.upward")
     # An attacker writes a forged envelope far ahead and replays a genuine one at a later position.
     origin, position, envelope = genuine[0]
