@@ -50,16 +50,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from rich.console import Console
 from rich.table import Table
 
 from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME
+from streaming.processors import StatefulProcessor
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from state.spark import MapStateLike
+    from streaming.spark_session import SparkSession
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "mapstate.json"

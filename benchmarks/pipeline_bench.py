@@ -52,6 +52,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from producers.workload import WorkloadSpec, generate
 from streaming.settings import JIT_MODES, Settings
+from streaming.spark_session import jit_seconds
 
 if TYPE_CHECKING:
     from benchmarks.mapstate_bench import Fit
@@ -227,25 +228,13 @@ def tree_cpu_seconds() -> float:
     return total
 
 
-def jit_seconds() -> float | None:
-    """Seconds the active Spark session's JVM has spent compiling so far (its CompilationMXBean; None without a
-    session): a run that adds much to it ran on a JVM still warming up, which a job running for hours is not."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        return None
-    bean = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()  # type: ignore[union-attr]
-    return float(bean.getTotalCompilationTime()) / 1000
-
-
 def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
                log: Callable[[str], None]) -> dict[str, Any]:
     """Produce ``lines`` to fresh topics, drain them with the job from a fresh checkpoint, check the outputs."""
     from producers.kafka_io import read_topic
     from pubsub_core.stages.topics import VIEWS, topic
     from streaming.job import BatchReport, run_job
-    from streaming.verify import check_outputs, produce_log, summary_counts
+    from supervise.verify import check_outputs, produce_log, summary_counts
 
     started = time.perf_counter()
     realms = produce_log(lines, settings, reset_topics=True)
@@ -304,7 +293,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
     from pubsub_core.stages.topics import OUTPUTS, topic
     from streaming.job import BatchReport, run_job
     from streaming.pipeline import QueryNames
-    from streaming.verify import check_outputs, fresh_topics, summary_counts
+    from supervise.verify import check_outputs, fresh_topics, summary_counts
 
     records, realms = fresh_topics(lines, settings, reset_topics=True)
     job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms),
@@ -362,7 +351,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
 def seam_bytes(views: Iterable[tuple[str, int, bytes]]) -> dict[str, Any]:
     """Per subscriber, and over all, the value size of its relay-views records (one per block) and the bytes of
     trie nodes in them."""
-    from streaming.seam import split_record
+    from pubsub_core.stages.seam import split_record
 
     sizes: dict[str, list[int]] = defaultdict(list)
     nodes: dict[str, list[int]] = defaultdict(list)
@@ -616,7 +605,7 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
 def machine() -> dict[str, Any]:
     import subprocess
 
-    import pyspark
+    from streaming.spark_session import pyspark_version
 
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor() or "?")
@@ -628,7 +617,7 @@ def machine() -> dict[str, Any]:
     dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
                                 capture_output=True, text=True, check=False).stdout.strip())
     return {"cpu": model, "cores": os.cpu_count(), "memory_gib": memory, "os": platform.platform(),
-            "python": platform.python_version(), "pyspark": pyspark.__version__,
+            "python": platform.python_version(), "pyspark": pyspark_version(),
             "java": java[0] if java else "?", "load_average_start": os.getloadavg(), "git_commit": git,
             "git_dirty": dirty}
 
@@ -659,7 +648,7 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
         spark = broker = settings = None
         try:
             if not skip_job:
-                from streaming.kafka_broker import EmbeddedKafka
+                from supervise.kafka_broker import EmbeddedKafka
                 from streaming.paths import runtime_dir
                 from streaming.settings import load_settings
                 from streaming.spark_session import build_spark
@@ -1032,7 +1021,7 @@ top namespace families (share of calls) |
 ### Bytes on the seam
 
 Value size of each `relay-views` record the job wrote (one per subscriber per relay block: MAC, the view's \
-small fields as canonical JSON, its trie nodes as raw bytes: `streaming/seam.py`), read back from Kafka; "proof \
+small fields as canonical JSON, its trie nodes as raw bytes: `pubsub_core/stages/seam.py`), read back from Kafka; "proof \
 nodes" is the size of the trie nodes in the view. Under `seam: "delta"` (the default) a view carries the nodes \
 of its proof that the subscriber's previous view did not.
 

@@ -232,7 +232,7 @@ def _ratio(theirs: float, ours: float) -> str:
 
 
 def render(results: list[SizeResult], args: argparse.Namespace) -> str:
-    from pubsub_core.native import build_name
+    from state.native import build_name
 
     lines = [
         SECTION,

@@ -36,7 +36,7 @@ from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 
 from state import StateBackend
 from state.spark import SparkStateBackend
-from streaming.seam import SeamRecordError, decode_view, encode_view
+from pubsub_core.stages.seam import SeamRecordError, decode_view, encode_view
 
 __all__ = [
     "BatchSummary",
@@ -122,7 +122,7 @@ def _bounded(row: OutRow, realm: str) -> OutRow:
 
 
 def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
-    """A view as a record of ``<realm>.relay-views`` (``streaming.seam``: MAC and binary body)."""
+    """A view as a record of ``<realm>.relay-views`` (``pubsub_core.stages.seam``: MAC and binary body)."""
     return OutRow(topic(view.realm, VIEWS), str(view.subscriber).encode(), encode_view(view, seam_key),
                   f"view/{view.subscriber}/{view.number}".encode())
 

@@ -41,8 +41,8 @@ from streaming.settings import JIT_JAVA_OPTIONS, Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["build_spark", "connector_jars", "local_file_system_jar", "prepare_environment", "pyspark_package_dir",
-           "spark_conf", "worker_spark_home"]
+__all__ = ["build_spark", "connector_jars", "jit_seconds", "local_file_system_jar", "prepare_environment",
+           "pyspark_package_dir", "pyspark_version", "spark_conf", "worker_spark_home"]
 
 LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -75,6 +75,25 @@ def pyspark_package_dir() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
+
+
+def pyspark_version() -> str:
+    """The installed pyspark's version (benchmarks record it beside their figures)."""
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def jit_seconds() -> float | None:
+    """Seconds the active Spark session's JVM has spent compiling so far (its CompilationMXBean; None without a
+    session): a run that adds much to it ran on a JVM still warming up, which a job running for hours is not."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return None
+    bean = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()  # type: ignore[union-attr]
+    return float(bean.getTotalCompilationTime()) / 1000
 
 
 SPARK_HOME_PARTS = ("bin", "jars", "sbin")

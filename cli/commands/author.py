@@ -13,7 +13,7 @@ from typing import Any
 from cli.commands.common import add_kafka_arguments, console, settings_from
 from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
 from pubsub_core.envelope import Signer
-from streaming.kafka_broker import ensure_kafka
+from supervise.kafka_broker import ensure_kafka
 from streaming.pipeline import load_protocol_config
 
 KEY_ENV = "PUBSUB_AUTHOR_KEY"

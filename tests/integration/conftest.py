@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from streaming.kafka_broker import EmbeddedKafka
+from supervise.kafka_broker import EmbeddedKafka
 from streaming.settings import Settings, load_settings
 
 if TYPE_CHECKING:

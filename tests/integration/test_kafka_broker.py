@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from producers.kafka_io import ProducedRecord, produce, read_topic
-from streaming.errors import BrokerError
-from streaming.kafka_broker import EmbeddedKafka, create_topics, ensure_kafka, is_serving
+from producers.topics import is_serving
+from supervise.errors import BrokerError
+from supervise.kafka_broker import EmbeddedKafka, create_topics, ensure_kafka
 from streaming.settings import Settings, load_settings
 
 pytestmark = pytest.mark.kafka
