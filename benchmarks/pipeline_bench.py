@@ -648,10 +648,10 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
         spark = broker = settings = None
         try:
             if not skip_job:
-                from supervise.kafka_broker import EmbeddedKafka
                 from streaming.paths import runtime_dir
                 from streaming.settings import load_settings
                 from streaming.spark_session import build_spark
+                from supervise.kafka_broker import EmbeddedKafka
 
                 step("starting the embedded Kafka broker")
                 broker = EmbeddedKafka(home=scratch / "kafka")

@@ -363,9 +363,9 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
     import subprocess
 
     from producers.workload import generate
+    from pubsub_core.stages.topics import output_topics
     from supervise.kafka_broker import delete_topics
     from supervise.verify import check_outputs, produce_log
-    from pubsub_core.stages.topics import output_topics
 
     spec = WorkloadSpec(seed=seed, blocks=blocks, publishers=2, system_publishers=1, subscribers=3, keys=12,
                         subscribed_keys=8, update_rate=0.5, bad_records=0.0, quiet_blocks=2, realm="backlog")

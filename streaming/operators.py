@@ -31,12 +31,12 @@ from pubsub_core.stages import (
     SubscriberStage,
     ingest_record,
 )
+from pubsub_core.stages.seam import SeamRecordError, decode_view, encode_view
 from pubsub_core.stages.subscriber_stage import ViewConflictError
 from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 
 from state import StateBackend
 from state.spark import SparkStateBackend
-from pubsub_core.stages.seam import SeamRecordError, decode_view, encode_view
 
 __all__ = [
     "BatchSummary",

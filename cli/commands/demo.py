@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from producers.kafka_io import read_outputs
     from producers.workload import WorkloadSpec, generate
     from pubsub_core.stages.topics import topic
-    from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
     from streaming.paths import runtime_dir
     from streaming.settings import load_settings
+    from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
     from supervise.verify import verify_log
 
     started = time.monotonic()

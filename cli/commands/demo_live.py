@@ -43,11 +43,11 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_live_demo(args: argparse.Namespace) -> int:
     """Run the live demo; exit 0 when every part ran and the job's outputs equal the simulator's on the export."""
-    from supervise.live_run import LivePlan, LiveRun
     from producers.workload import WorkloadSpec
-    from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
     from streaming.paths import runtime_dir
     from streaming.settings import load_settings
+    from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
+    from supervise.live_run import LivePlan, LiveRun
 
     if args.seconds <= 0 or args.rate <= 0 or args.block_time <= 0 or args.trigger_seconds <= 0:
         console.print("[red]--seconds, --rate, --block-time and --trigger-seconds must be positive.[/]")

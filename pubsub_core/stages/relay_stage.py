@@ -26,7 +26,6 @@ from pubsub_core.envelope import Unauthenticated
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
-    BlockSeal,
     ForwardedCall,
     InputRecord,
     RelayBlock,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from supervise.cluster import StandaloneCluster
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
+from supervise.cluster import StandaloneCluster
 from supervise.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster]

@@ -9,9 +9,9 @@ import pytest
 
 from producers.kafka_io import ProducedRecord, produce, read_topic
 from producers.topics import is_serving
+from streaming.settings import Settings, load_settings
 from supervise.errors import BrokerError
 from supervise.kafka_broker import EmbeddedKafka, create_topics, ensure_kafka
-from streaming.settings import Settings, load_settings
 
 pytestmark = pytest.mark.kafka
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from supervise.live_run import LivePlan, LiveRun
 from producers.workload import WorkloadSpec
 from streaming.settings import Settings
+from supervise.live_run import LivePlan, LiveRun
 from supervise.verify import check_outputs
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

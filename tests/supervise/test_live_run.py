@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from supervise.live_run import LivePlan, PartFailed, Supervisor
 from producers.workload import WorkloadSpec
+from supervise.live_run import LivePlan, PartFailed, Supervisor
 
 # A part that starts a child of its own (as `pubsub job` starts Spark's JVM), records both pids, and runs on.
 _PART = """
