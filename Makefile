@@ -42,7 +42,7 @@ $(PY_STAMP): pyproject.toml | $(PY)
 
 # mypyc: the protocol's modules as C extensions beside their sources (setup.py says which and why), about
 # 90 s on two cores. A process finding a compiled module's source changed since the build runs the source
-# (pubsub_core/native.py).
+# (state/native.py).
 $(NATIVE_STAMP): $(PROTOCOL_SOURCES) $(PY_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
 	mkdir -p build && touch $@

@@ -4,12 +4,12 @@ The profile of the simulator is flat (no function over 15% of the time), so no s
 can bring the next 2x; compiling the strictly typed protocol code does, without changing a line of what it
 says. Modules stay pure Python where compiling breaks a Python behaviour the job relies on (see ``PURE``).
 ``PUBSUB_PURE_PYTHON_BUILD=1`` builds without compiling; ``PUBSUB_PURE_PYTHON=1`` at run time ignores a
-compiled build (pubsub_core/native.py). The suite runs both ways and checks they agree byte for byte.
+compiled build (state/native.py). The suite runs both ways and checks they agree byte for byte.
 
 mypyc leaves a dataclass's generated ``__init__`` interpreted (about 320 ns for three fields, against 25 ns
 for one written out, measured here), so the records built per trie node, path step or key write theirs out.
 
-A compiled build writes ``pubsub_core/native_build.txt``, the SHA-256 of every source it compiled: a process
+A compiled build writes ``state/native_build.txt``, the SHA-256 of every source it compiled: a process
 runs the compiled modules only while every one of those sources is unchanged (an edited source runs as
 Python until the next build), so what runs is always what the source says.
 """
@@ -23,13 +23,13 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 ROOT = Path(__file__).parent
-MANIFEST = ROOT / "pubsub_core" / "native_build.txt"
+MANIFEST = ROOT / "state" / "native_build.txt"
 COMPILED_PACKAGES = ("pubsub_core", "state")
 PURE = {
     # Package roots: they decide, before anything compiled loads, whether to load the compiled modules.
     "pubsub_core/__init__.py",
     "state/__init__.py",
-    "pubsub_core/native.py",
+    "state/native.py",
     # Process-wide settings (the garbage collector's schedule), applied once per process.
     "pubsub_core/process.py",
     # Protocols (mypyc cannot compile @runtime_checkable).

@@ -31,7 +31,7 @@ from producers.workload import LogBuilder, signer
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.relay import Genesis
 from pubsub_core.stages import LineRouter
-from streaming.kafka_broker import ensure_kafka
+from supervise.kafka_broker import ensure_kafka
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings, load_settings
 

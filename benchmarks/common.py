@@ -74,7 +74,7 @@ def command(argv: Sequence[str] | None = None, module: str | None = None) -> str
 
 def build() -> str:
     """Which build of the protocol this process runs (``compiled`` or ``pure-Python``): CPU figures depend on it."""
-    from pubsub_core.native import build_name
+    from state.native import build_name
 
     return build_name()
 

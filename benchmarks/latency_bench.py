@@ -24,11 +24,11 @@ from benchmarks.render import RENDERERS
 from cli.commands.demo_live import plot_latency_and_pov
 from producers.latency import percentile
 from producers.live import LiveRateError, Pacing
-from producers.live_run import LivePlan, LiveRun, LiveSnapshot
 from producers.workload import WorkloadSpec
-from streaming.kafka_broker import EmbeddedKafka, ensure_kafka
 from streaming.paths import REPO_ROOT, runtime_dir
 from streaming.settings import load_settings
+from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
+from supervise.live_run import LivePlan, LiveRun, LiveSnapshot
 
 _BATCH = re.compile(r"^(relay|subscribers) batch (\d+): (\d+) rows in .*\| ([\d.]+)s$")
 

@@ -50,18 +50,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import write_result
 from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME
+from streaming.processors import StatefulProcessor
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-    from benchmarks.common import write_result
-from state.spark import MapStateLike
+    from state.spark import MapStateLike
+    from streaming.spark_session import SparkSession
 
 CALLS = "calls"
 """The pattern of many small values: the per-call cost."""

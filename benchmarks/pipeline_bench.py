@@ -53,6 +53,7 @@ from benchmarks import common
 from benchmarks.render import pipeline as pipeline_table
 from producers.workload import WorkloadSpec, generate
 from streaming.settings import JIT_MODES, Settings
+from streaming.spark_session import jit_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 PLOT = ROOT / "docs" / "img" / "pipeline.png"
@@ -210,25 +211,13 @@ def tree_cpu_seconds() -> float:
     return own_seconds + sum(seconds for seconds, _ in descendants_cpu().values())
 
 
-def jit_seconds() -> float | None:
-    """Seconds the active Spark session's JVM has spent compiling so far (its CompilationMXBean; None without a
-    session): a run that adds much to it ran on a JVM still warming up, which a job running for hours is not."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        return None
-    bean = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()  # type: ignore[union-attr]
-    return float(bean.getTotalCompilationTime()) / 1000
-
-
 def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
                log: Callable[[str], None]) -> dict[str, Any]:
     """Produce ``lines`` to fresh topics, drain them with the job from a fresh checkpoint, check the outputs."""
     from producers.kafka_io import read_topic
     from pubsub_core.stages.topics import VIEWS, topic
     from streaming.job import BatchReport, run_job
-    from streaming.verify import check_outputs, produce_log, summary_counts
+    from supervise.verify import check_outputs, produce_log, summary_counts
 
     started = time.perf_counter()
     realms = produce_log(lines, settings, reset_topics=True)
@@ -287,7 +276,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
     from pubsub_core.stages.topics import OUTPUTS, topic
     from streaming.job import BatchReport, run_job
     from streaming.pipeline import QueryNames
-    from streaming.verify import check_outputs, fresh_topics, summary_counts
+    from supervise.verify import check_outputs, fresh_topics, summary_counts
 
     records, realms = fresh_topics(lines, settings, reset_topics=True)
     job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms),
@@ -345,7 +334,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
 def seam_bytes(views: Iterable[tuple[str, int, bytes]]) -> dict[str, Any]:
     """Per subscriber, and over all, the value size of its relay-views records (one per block) and the bytes of
     trie nodes in them."""
-    from streaming.seam import split_record
+    from pubsub_core.stages.seam import split_record
 
     sizes: dict[str, list[int]] = defaultdict(list)
     nodes: dict[str, list[int]] = defaultdict(list)
@@ -600,10 +589,10 @@ def machine() -> dict[str, Any]:
     """The shared machine record, with the Spark and Java versions the job ran on."""
     import subprocess
 
-    import pyspark
+    from streaming.spark_session import pyspark_version
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
-    return {**common.machine(), "pyspark": pyspark.__version__, "java": java[0] if java else "?"}
+    return {**common.machine(), "pyspark": pyspark_version(), "java": java[0] if java else "?"}
 
 
 # ------------------------------------------------------------------------------------------------------ run
@@ -632,10 +621,10 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
         spark = broker = settings = None
         try:
             if not skip_job:
-                from streaming.kafka_broker import EmbeddedKafka
                 from streaming.paths import runtime_dir
                 from streaming.settings import load_settings
                 from streaming.spark_session import build_spark
+                from supervise.kafka_broker import EmbeddedKafka
 
                 step("starting the embedded Kafka broker")
                 broker = EmbeddedKafka(home=scratch / "kafka")

@@ -148,7 +148,7 @@ def run_once(log: Path, profile: Path | None = None, tune_gc: bool = True) -> di
 def _build_name() -> str:
     """The protocol build the worker ran: compiled or pure-Python (trees before the compiled build are pure)."""
     try:
-        from pubsub_core.native import build_name
+        from state.native import build_name
     except ImportError:
         return "pure-Python"
     return build_name()
@@ -206,7 +206,7 @@ def collected_instructions(stderr: str) -> int:
 
 def count_tree(tree: Path, log: Path, out: Path) -> dict[str, Any]:
     """One callgrind run of ``tree`` (compiled): the instructions inside the stages, the digest, the build."""
-    if not (tree / "pubsub_core" / "native_build.txt").exists():
+    if not (tree / "state" / "native_build.txt").exists():
         raise SystemExit(f"{tree}: --instructions needs a compiled tree (run `make native` in it)")
     # A fixed hash seed: with a random one, set and dict orders (and so the count) move by about 0.02% a run.
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")

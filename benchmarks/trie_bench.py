@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=None,
                         help="where the results go (default: benchmarks/results/trie.json)")
     args = parser.parse_args(argv)
-    from pubsub_core.native import build_name
+    from state.native import build_name
 
     results = run(args.sizes, args.blocks, args.proofs, args.seed, args.skip_pytrie)
     figures = [{**asdict(r), "build": build_name()} for r in results]

@@ -55,6 +55,7 @@ __all__ = [
     "create_topics",
     "ensure_realm_topics",
     "ensure_topics",
+    "is_serving",
     "producer_config",
     "realm_is_valid",
     "realm_topic_names",
@@ -254,6 +255,18 @@ def consumer_config(settings: Settings, group_id: str, max_message_bytes: int = 
         "receive.message.max.bytes": str(fetch + MiB),
         "log_level": "3",
     }
+
+
+def is_serving(bootstrap: str, timeout: float = 3.0, extra: dict[str, str] | None = None) -> bool:
+    """Whether a Kafka cluster answers a metadata request at `bootstrap` within `timeout` seconds."""
+    admin = AdminClient(
+        {**(extra or {}), "bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": "2000", "log_level": "0"}
+    )
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException:
+        return False
+    return bool(metadata.brokers)
 
 
 def admin_client(settings: Settings) -> AdminClient:

@@ -1,6 +1,6 @@
 """RFC-0160 publish-subscribe protocol: pure, deterministic, no I/O (no Kafka, no Spark, no clock)."""
 
-from pubsub_core.native import choose_build
+from state.native import choose_build
 
 choose_build()  # before any compiled module can load
 

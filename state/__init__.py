@@ -1,6 +1,6 @@
 """Protocol state behind one small interface: an in-memory backend now, Spark state handles in the job."""
 
-from pubsub_core.native import choose_build
+from state.native import choose_build
 
 choose_build()  # before any compiled module can load
 

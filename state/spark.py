@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
 from state.errors import StateError
@@ -193,16 +193,6 @@ class SparkStateBackend:
             page = 0 if count == 1 else int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % count
             memo[key] = page
         return page
-
-    def load_all(self, wanted: Callable[[str], bool] | None = None) -> None:
-        """Load every stored page of the namespaces ``wanted`` picks (all by default): a process forked from this
-        one then reads them without a MapState call (``streaming.tries_ahead``). Needs the page directory."""
-        if not self._use_directory:
-            raise ValueError("load_all needs the page directory (it lists the stored namespaces)")
-        self._stored_pages()
-        for namespace in sorted(self._counts):
-            if wanted is None or wanted(namespace):
-                self.scan(namespace)
 
     def _memo(self, namespace: str) -> dict[bytes, int]:
         """The namespace's key -> page memo."""

@@ -1,5 +1,6 @@
-"""The Spark side: the embedded Kafka broker, one Spark session factory, a standalone cluster helper, and the job.
+"""The Spark side: one Spark session factory, the job's settings, its two stateful operators and the job.
 
-Only this package imports pyspark; the modules that do (spark_session, cluster, pipeline, job) are imported
-lazily so that `pubsub --help` and the producers start without a JVM.
+Only this package imports pyspark; the modules that do (spark_session, processors, lanes, pipeline, job) are
+imported lazily so that `pubsub --help` and the producers start without a JVM. What starts the broker or a
+cluster around the job is in ``supervise``.
 """

@@ -7,12 +7,10 @@ from pathlib import Path
 from pubsub_core.errors import PubSubError
 
 __all__ = [
-    "BrokerError",
-    "BrokerStartError",
     "CheckpointDiskFull",
     "CheckpointUnreadable",
-    "ClusterError",
     "JarsMissingError",
+    "KafkaUnavailable",
     "RecordWriteError",
     "SettingsError",
     "StreamingError",
@@ -45,37 +43,13 @@ class JarsMissingError(StreamingError):
         self.target = target
 
 
-class BrokerError(StreamingError):
-    """The embedded Kafka broker could not be started, reached or stopped."""
+class KafkaUnavailable(StreamingError):
+    """The job has no Kafka cluster to read: none configured, or the configured one does not answer."""
 
-
-class BrokerStartError(BrokerError):
-    """The broker process exited or did not serve in time; carries the tail of its log."""
-
-    def __init__(self, reason: str, log_path: Path, log_tail: str) -> None:
-        super().__init__(f"the embedded Kafka broker did not start: {reason}; see {log_path}:\n{log_tail}")
+    def __init__(self, bootstrap: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.bootstrap = bootstrap
         self.reason = reason
-        self.log_path = log_path
-        self.log_tail = log_tail
-
-
-class ClusterError(StreamingError):
-    """The local standalone Spark cluster could not be started or a submitted application failed."""
-
-    def __init__(self, reason: str, log_path: Path | None = None, log_tail: str = "") -> None:
-        where = f"; see {log_path}:\n{log_tail}" if log_path else ""
-        super().__init__(f"{reason}{where}")
-        self.reason = reason
-        self.log_path = log_path
-        self.log_tail = log_tail
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    """The last lines of a log file (empty if it does not exist), for error messages."""
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 class CheckpointDiskFull(StreamingError):

@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from producers.topics import TopicError, admin_client, ensure_realm_topics
-from pubsub_core.native import build_name
-from streaming.errors import CheckpointDiskFull
-from streaming.kafka_broker import ensure_kafka
+from producers.topics import TopicError, admin_client, ensure_realm_topics, is_serving
+from state.native import build_name
+from streaming.errors import CheckpointDiskFull, KafkaUnavailable
 from streaming.paths import runtime_dir
 from streaming.pipeline import (
     load_protocol_config,
@@ -178,11 +177,12 @@ def run_job(
     on_batch: Callable[[BatchReport], None] | None = None,
     stop: threading.Event | None = None,
 ) -> JobSummary:
-    """Ensure Kafka and the realms' topics, start Spark and both queries, run until done, stopped (SIGTERM,
-    SIGINT, or ``stop`` set by another thread: a caller that runs the live job in-process) or ``run_seconds``."""
+    """Check Kafka answers, ensure the realms' topics, start Spark and both queries, run until done, stopped
+    (SIGTERM, SIGINT, or ``stop`` set by another thread: a caller that runs the live job in-process) or
+    ``run_seconds``. The Kafka cluster is the configured one (`pubsub job` starts the embedded broker when none is)."""
     from streaming.spark_session import build_spark
 
-    settings, _broker = ensure_kafka(settings)
+    require_kafka(settings)
     admin = admin_client(settings)  # one connection for the job's topic scans
     realms = _realms_now(settings, admin)
     ensure_outputs(settings, realms, admin)
@@ -333,10 +333,20 @@ class _StallWatch:
             raise CheckpointDiskFull(self.checkpoint, free)
 
 
+def require_kafka(settings: Settings) -> None:
+    """``KafkaUnavailable`` unless the settings name a Kafka cluster that answers."""
+    bootstrap = settings.kafka_bootstrap
+    if bootstrap is None:
+        raise KafkaUnavailable(None, "the job needs a Kafka cluster: pass --bootstrap or set PUBSUB_KAFKA_BOOTSTRAP "
+                                     "(`pubsub job` starts the embedded broker when none is named)")
+    if not is_serving(bootstrap, timeout=10.0, extra=settings.kafka_client_config()):
+        raise KafkaUnavailable(bootstrap, f"the configured Kafka cluster at {bootstrap} does not answer")
+
+
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags shared by `pubsub job` and `python -m streaming.job`."""
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
-    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else embedded)")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP; `pubsub job` starts the embedded broker when neither is set)")
     parser.add_argument("--master", metavar="URL", help="Spark master URL (default: local[2]; $PUBSUB_SPARK_MASTER)")
     parser.add_argument("--realm", action="append", metavar="REALM",
                         help="serve only this realm (repeatable; default: every realm, also those that appear later)")

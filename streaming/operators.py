@@ -18,30 +18,25 @@ from __future__ import annotations
 
 import cProfile
 import os
-from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from pubsub_core.envelope import SignatureCheck, verify_signature
 from pubsub_core.stages import (
     OutputRecord,
     RelayStage,
-    RelayStep,
     RelayView,
     SimOutcome,
     SimulatorConfig,
     SubscriberStage,
     ingest_record,
 )
+from pubsub_core.stages.seam import SeamRecordError, decode_view, encode_view
 from pubsub_core.stages.subscriber_stage import ViewConflictError
 from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 
 from state import StateBackend
 from state.spark import SparkStateBackend
-from streaming.seam import SeamRecordError, decode_view, encode_view
-from streaming.signatures_ahead import signatures_ahead
-from streaming.tries_ahead import WINDOW, TrieSteps, trie_steps
 
 __all__ = [
     "BatchSummary",
@@ -127,7 +122,7 @@ def _bounded(row: OutRow, realm: str) -> OutRow:
 
 
 def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
-    """A view as a record of ``<realm>.relay-views`` (``streaming.seam``: MAC and binary body)."""
+    """A view as a record of ``<realm>.relay-views`` (``pubsub_core.stages.seam``: MAC and binary body)."""
     return OutRow(topic(view.realm, VIEWS), str(view.subscriber).encode(), encode_view(view, seam_key),
                   f"view/{view.subscriber}/{view.number}".encode())
 
@@ -155,63 +150,32 @@ def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
 
 
 def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
-                 seam_key: bytes, check_signature: SignatureCheck = verify_signature,
-                 tries: TrieSteps | None = None) -> Iterator[list[OutRow]]:
+                 seam_key: bytes) -> Iterator[list[OutRow]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's records (or at
-    ``CHUNK_ROWS``). ``check_signature`` answers as ``verify_signature`` does (``streaming.signatures_ahead``); with
-    ``tries``, each block's trie step is made there (``streaming.tries_ahead``, up to ``WINDOW`` blocks behind) and
-    the block's seal and views, and everything after them, wait for it: the records come out in the same order
-    either way."""
-    stage = RelayStage(realm, config, backend, check_signature, defer_tries=tries is not None)
+    ``CHUNK_ROWS``)."""
+    stage = RelayStage(realm, config, backend)
     out: list[OutRow] = []
-    waiting: deque[tuple[RelayStep, list[OutRow]]] = deque()
-    """Steps whose trie step is not answered yet, each with the records that came after it."""
-
-    def add(records: list[OutRow]) -> None:
-        (waiting[-1][1] if waiting else out).extend(records)
-
-    def step_rows(step: RelayStep) -> list[OutRow]:
-        return [_out(r) for r in step.outputs] + [seam_record(view, seam_key) for view in step.views]
-
-    def complete_oldest() -> None:
-        assert tries is not None
-        step, after = waiting.popleft()
-        out.extend(step_rows(step.completed(realm, tries.next())))
-        add(after)
-
     for row in sorted(rows, key=feed_order):
         parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
         if isinstance(parsed, OutputRecord):
-            add([_out(parsed)])
+            out.append(_out(parsed))
             continue
         immediate, steps = stage.feed(parsed)
-        add([_out(r) for r in immediate])
+        out += [_out(r) for r in immediate]
         for step in steps:
-            if step.tries is None:
-                add(step_rows(step))
-                continue
-            assert tries is not None
-            tries.submit(step.tries)
-            waiting.append((step, []))
-        finished = bool(steps) and tries is None
-        while len(waiting) > WINDOW:
-            complete_oldest()
-            finished = True
-        if finished or len(out) >= CHUNK_ROWS:
+            out += [_out(r) for r in step.outputs]
+            out += [seam_record(view, seam_key) for view in step.views]
+        if steps or len(out) >= CHUNK_ROWS:
             yield [_bounded(row, realm) for row in out]
             out = []
-    while waiting:
-        complete_oldest()
-    if tries is not None:
-        tries.finish()
     if out:
         yield [_bounded(row, realm) for row in out]
 
 
 def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
-               seam_key: bytes, check_signature: SignatureCheck = verify_signature) -> list[OutRow]:
+               seam_key: bytes) -> list[OutRow]:
     """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
-    return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key, check_signature) for row in chunk]
+    return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key) for row in chunk]
 
 
 def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutRow:
@@ -357,13 +321,10 @@ def seam_last(chunks: Iterable[list[OutRow]], hold_bytes: int = SEAM_HOLD_BYTES)
 def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig, seam_key: bytes,
                  writer: Writer) -> Iterator[Any]:
     """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState), its records to
-    ``writer``, its signature checks made ahead on another core for a large batch (``streaming.signatures_ahead``):
-    the batch's summary."""
+    ``writer``: the batch's summary."""
     backend = page_backend(pages)
-    rows = sorted(_kafka_rows(frames), key=feed_order)
-    with signatures_ahead(rows, realm) as check_signature, trie_steps(backend, realm, config.seam, len(rows)) as tries:
-        chunks = relay_chunks(realm, rows, backend, config, seam_key, check_signature, tries)
-        yield from _frames("relay", seam_last(chunks), backend, writer)
+    chunks = relay_chunks(realm, _kafka_rows(frames), backend, config, seam_key)
+    yield from _frames("relay", seam_last(chunks), backend, writer)
 
 
 def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,

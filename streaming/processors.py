@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from pubsub_core.stages import SimulatorConfig
     from streaming.operators import Writer
 
-__all__ = ["OUTPUT_SCHEMA", "RelayOperator", "SubscriberOperator"]
+__all__ = ["OUTPUT_SCHEMA", "RelayOperator", "StatefulProcessor", "SubscriberOperator"]
+"""``StatefulProcessor`` is pyspark's base of a transformWithState processor, exported for the benchmarks' probes
+(benchmarks/ reach Spark through this package)."""
 
 OUTPUT_SCHEMA = "topic string, key string, records long"
 """What the operators yield once a batch's records are in Kafka (``streaming.operators.BatchSummary``): records per

@@ -21,9 +21,6 @@ What it fixes, and why (see shared/reference/spark-kafka-notes.md):
   file): with ``chmod`` for each file created, the Spark JVM started about 45 processes a second in a live job at
   1 s blocks, 14 without the readlinks. FileSystem's rename is one POSIX rename here, atomic as the checkpoint
   needs; the ``chmod`` stays (Hadoop sets a file's mode through a process when its native library is absent).
-- with a local master, workers start through the pre-init fork server's launcher (``streaming.prefork``): the
-  driver-side Python process Spark starts at each transformWithState query start is forked with pyspark already
-  imported instead of importing it afresh (0.36 -> 0.06-0.07 s, twice per available-now run).
 - SPARK_HOME is a folder of links to the pyspark package's bin/, jars/ and sbin/ without its python/lib/ zips
   (``worker_spark_home``), so Python workers import pyspark compiled from site-packages, not from source in a zip.
 """
@@ -44,8 +41,8 @@ from streaming.settings import JIT_JAVA_OPTIONS, Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["build_spark", "connector_jars", "local_file_system_jar", "prepare_environment", "pyspark_package_dir",
-           "spark_conf", "worker_python", "worker_spark_home"]
+__all__ = ["build_spark", "connector_jars", "jit_seconds", "local_file_system_jar", "prepare_environment",
+           "pyspark_package_dir", "pyspark_version", "spark_conf", "worker_spark_home"]
 
 LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -80,6 +77,25 @@ def pyspark_package_dir() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
+def pyspark_version() -> str:
+    """The installed pyspark's version (benchmarks record it beside their figures)."""
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def jit_seconds() -> float | None:
+    """Seconds the active Spark session's JVM has spent compiling so far (its CompilationMXBean; None without a
+    session): a run that adds much to it ran on a JVM still warming up, which a job running for hours is not."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return None
+    bean = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()  # type: ignore[union-attr]
+    return float(bean.getTotalCompilationTime()) / 1000
+
+
 SPARK_HOME_PARTS = ("bin", "jars", "sbin")
 """What Spark's launcher scripts, the standalone daemons and the JVM read from SPARK_HOME here."""
 
@@ -106,28 +122,16 @@ def worker_spark_home() -> Path:
     return home
 
 
-def prepare_environment(python: str = sys.executable) -> None:
-    """Environment that Spark's launcher scripts and Python workers read: loopback, ``python`` for the workers
-    (this Python, or ``worker_python``'s launcher), the repo, and ``worker_spark_home`` as SPARK_HOME unless one of
-    another Spark is set."""
+def prepare_environment() -> None:
+    """Environment that Spark's launcher scripts and Python workers read: loopback, this Python for the workers,
+    the repo, and ``worker_spark_home`` as SPARK_HOME unless one of another Spark is set."""
     current = os.environ.get("SPARK_HOME")
     if not current or Path(current).resolve() == pyspark_package_dir():
         os.environ["SPARK_HOME"] = str(worker_spark_home())
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = python
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = repo_python_path()
-
-
-def worker_python(settings: Settings) -> str:
-    """The Python executable Spark starts workers with: with a local master and the pre-init fork server running
-    (``streaming.prefork``, which ``build_spark`` starts), its launcher; else this Python."""
-    from streaming import prefork
-
-    server = prefork.running()
-    if server is None or not settings.spark_master.startswith("local"):
-        return sys.executable
-    return str(server.launcher)
 
 
 def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str, str]:
@@ -142,7 +146,7 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         "spark.driver.extraClassPath": local_fs,
         "spark.executor.extraClassPath": local_fs,
         "spark.hadoop.fs.file.impl": LOCAL_FILE_SYSTEM,
-        "spark.pyspark.python": worker_python(settings),
+        "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         # Loopback unless the executors run elsewhere (docker-compose, a real cluster): then name a reachable host.
         "spark.driver.host": os.environ.get("PUBSUB_SPARK_DRIVER_HOST", "127.0.0.1"),
@@ -195,11 +199,7 @@ def build_spark(
 ) -> SparkSession:
     """A session configured as above (or the active one, whose static confs then cannot change); with
     ``log_file``, Spark's and its Python workers' console output goes to that file."""
-    if settings.spark_master.startswith("local"):
-        from streaming import prefork
-
-        prefork.start()  # before the JVM, which inherits the launcher's environment
-    prepare_environment(worker_python(settings))
+    prepare_environment()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder

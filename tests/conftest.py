@@ -6,7 +6,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pubsub_core.native import PURE_PYTHON_ENV, compiled
+from state.native import PURE_PYTHON_ENV, compiled
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(

@@ -61,7 +61,7 @@ def test_the_live_services_share_the_realm_and_block_time() -> None:
 
 
 def test_the_author_key_defaults_to_the_key_the_live_genesis_admits() -> None:
-    from producers.live_run import WORKLOAD_AUTHOR_SEED
+    from supervise.live_run import WORKLOAD_AUTHOR_SEED
 
     default = re.search(r"PUBSUB_AUTHOR_KEY:\s*\$\{PUBSUB_AUTHOR_KEY:-([0-9a-f]{64})\}", COMPOSE.read_text())
     assert default is not None and bytes.fromhex(default.group(1)) == WORKLOAD_AUTHOR_SEED

@@ -25,7 +25,7 @@ import pytest
 
 import streaming.paths
 from streaming.errors import JarsMissingError
-from streaming.kafka_broker import EmbeddedKafka
+from supervise.kafka_broker import EmbeddedKafka
 from streaming.spark_session import LOG4J2_CONF, connector_jars, local_file_system_jar, pyspark_package_dir
 
 REPO = Path(__file__).resolve().parents[1]

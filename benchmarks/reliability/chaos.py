@@ -47,16 +47,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Message
-
 from benchmarks.common import write_result
-from benchmarks.reliability.follow import TopicFollower
-from producers.live_run import WORKLOAD_AUTHOR_SEED
+from producers.kafka_io import ConsumedRecord
 from producers.topics import ensure_realm_topics
 from pubsub_core.stages.topics import topic
-from streaming.kafka_broker import EmbeddedKafka
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings, load_settings
+from supervise.follow import TopicFollower
+from supervise.kafka_broker import EmbeddedKafka
+from supervise.live_run import WORKLOAD_AUTHOR_SEED
 
 __all__ = ["ChaosPlan", "OutputTracker", "Parts", "main", "run_chaos"]
 
@@ -201,8 +200,8 @@ class OutputTracker(TopicFollower):
         self.out_seen: dict[int, float] = {}
         """Block number -> when its first PoV record was seen."""
 
-    def take(self, message: Message) -> None:
-        self._take(str(message.topic()), message.value())
+    def take(self, record: ConsumedRecord) -> None:
+        self._take(record.topic, record.value)
 
     def _take(self, name: str, value: bytes | None) -> None:
         try:
@@ -529,8 +528,8 @@ class ChaosRun:
             i += 1
 
     def run(self) -> ChaosResult:
-        from streaming.cluster import StandaloneCluster
-        from streaming.verify import check_outputs
+        from supervise.cluster import StandaloneCluster
+        from supervise.verify import check_outputs
 
         p = self.plan
         try:

@@ -41,21 +41,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Message, Producer
-
 from benchmarks.common import save_plot, write_result
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
-from benchmarks.reliability.follow import TopicFollower
+from producers.kafka_io import ConsumedRecord, ProducedRecord, produce
 from producers.live import LiveSource, LiveSpec, read_resume_point
-from producers.live_run import WORKLOAD_AUTHOR_SEED
-from producers.topics import ensure_realm_topics, producer_config
+from producers.topics import ensure_realm_topics
 from producers.workload import LogBuilder, WorkloadSpec, parse_ttl_mix
 from pubsub_core.relay import BroadcasterCall, CallKind
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import topic
-from streaming.kafka_broker import EmbeddedKafka
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings, load_settings
+from supervise.follow import TopicFollower
+from supervise.kafka_broker import EmbeddedKafka
+from supervise.live_run import WORKLOAD_AUTHOR_SEED
 
 __all__ = ["main", "rss_kib", "tree_rss", "dir_bytes"]
 
@@ -124,14 +123,14 @@ class EventCounter(TopicFollower):
     def __init__(self, settings: Settings, realm: str) -> None:
         super().__init__(settings, [topic(realm, "events")], f"soak-events-{realm}")
         self.counts: Counter[str] = Counter()
-        self.seen: set[bytes] = set()
+        self.seen: set[bytes | None] = set()
 
-    def take(self, message: Message) -> None:
-        record_id = dict(message.headers() or ()).get("id")
+    def take(self, record: ConsumedRecord) -> None:
+        record_id = record.header("id")
         if record_id in self.seen:
             return
         self.seen.add(record_id)
-        text = (message.value() or b"").decode(errors="replace")
+        text = (record.value or b"").decode(errors="replace")
         for kind in self.KINDS:
             if f'"{kind}"' in text:
                 self.counts[kind] += 1
@@ -152,18 +151,18 @@ class Churn:
         self.log.positions.update(resume.positions)
         self.log.seqnos.update(resume.seqnos)
         self.router = LineRouter(spec.workload.realm)
-        self.producer = Producer(producer_config(settings))
         self.sent: Counter[str] = Counter()
 
     def call(self, kind: CallKind, para: int) -> None:
         self.log.signed(self.cast.manager, "extrinsics", self.manager, BroadcasterCall(kind, para).encode())
         lines, self.log.lines = self.log.lines, []
+        records = []
         for line in lines:
             routed = self.router.route(line)
             assert not isinstance(routed, OutputRecord)
             record, _ = routed
-            self.producer.produce(record.topic, value=record.value, key=record.key)
-        self.producer.flush(30)
+            records.append(ProducedRecord(record.topic, record.key, record.value))
+        produce(self.settings, records)
         self.sent[kind.name] += 1
 
 
@@ -280,7 +279,7 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
         result["events"] = dict(events.counts)
         exported = work / "events.jsonl"
         from cli.main import main as pubsub
-        from streaming.verify import check_outputs
+        from supervise.verify import check_outputs
 
         if pubsub(["export", "--bootstrap", info.bootstrap, "--realm", realm, "-o", str(exported)]) != 0:
             raise RuntimeError("export failed")
@@ -363,9 +362,9 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
     import subprocess
 
     from producers.workload import generate
-    from streaming.kafka_broker import delete_topics
-    from streaming.verify import check_outputs, produce_log
     from pubsub_core.stages.topics import output_topics
+    from supervise.kafka_broker import delete_topics
+    from supervise.verify import check_outputs, produce_log
 
     spec = WorkloadSpec(seed=seed, blocks=blocks, publishers=2, system_publishers=1, subscribers=3, keys=12,
                         subscribed_keys=8, update_rate=0.5, bad_records=0.0, quiet_blocks=2, realm="backlog")

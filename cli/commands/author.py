@@ -13,8 +13,8 @@ from typing import Any
 from cli.commands.common import add_kafka_arguments, console, settings_from
 from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
 from pubsub_core.envelope import Signer
-from streaming.kafka_broker import ensure_kafka
 from streaming.pipeline import load_protocol_config
+from supervise.kafka_broker import ensure_kafka
 
 KEY_ENV = "PUBSUB_AUTHOR_KEY"
 """The environment variable holding the author's 32-byte ed25519 seed as hex (when --key-file is not given)."""

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from cli.commands.common import console
-from streaming.kafka_broker import EmbeddedKafka
+from supervise.kafka_broker import EmbeddedKafka
 
 
 def register(subparsers: Any) -> None:

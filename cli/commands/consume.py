@@ -18,8 +18,8 @@ from producers.follow import SEEN_WINDOW, FollowStats, Start, follow, update_row
 from producers.kafka_io import output_line, read_topic
 from producers.live import stop_on_signals
 from pubsub_core.stages.topics import OUTPUTS, topic
-from streaming.kafka_broker import ensure_kafka
 from streaming.settings import Settings
+from supervise.kafka_broker import ensure_kafka
 
 
 def register(subparsers: Any) -> None:

@@ -59,10 +59,10 @@ def run(args: argparse.Namespace) -> int:
     from producers.kafka_io import read_outputs
     from producers.workload import WorkloadSpec, generate
     from pubsub_core.stages.topics import topic
-    from streaming.kafka_broker import EmbeddedKafka, ensure_kafka
     from streaming.paths import runtime_dir
     from streaming.settings import load_settings
-    from streaming.verify import verify_log
+    from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
+    from supervise.verify import verify_log
 
     started = time.monotonic()
     spec = WorkloadSpec(seed=args.seed, blocks=args.blocks, publishers=2, system_publishers=1, subscribers=3,

@@ -1,5 +1,5 @@
 """`pubsub demo --live`: the protocol running live on the embedded broker: the live producer, the block author,
-the continuous Spark job and a following consumer together (producers/live_run.py supervises them), a status
+the continuous Spark job and a following consumer together (supervise/live_run.py supervises them), a status
 view read from the topics as they grow, then block-to-update latency, a plot of latency and PoV per block, and
 the run's input topics exported and replayed through the simulator, compared record by record with the job."""
 
@@ -43,11 +43,11 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_live_demo(args: argparse.Namespace) -> int:
     """Run the live demo; exit 0 when every part ran and the job's outputs equal the simulator's on the export."""
-    from producers.live_run import LivePlan, LiveRun
     from producers.workload import WorkloadSpec
-    from streaming.kafka_broker import EmbeddedKafka, ensure_kafka
     from streaming.paths import runtime_dir
     from streaming.settings import load_settings
+    from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
+    from supervise.live_run import LivePlan, LiveRun
 
     if args.seconds <= 0 or args.rate <= 0 or args.block_time <= 0 or args.trigger_seconds <= 0:
         console.print("[red]--seconds, --rate, --block-time and --trigger-seconds must be positive.[/]")
@@ -218,7 +218,7 @@ def _replay_check(settings: Any, events: Path) -> bool:
     """Export the realm's input topics, run the simulator over them and compare with what the job wrote."""
     from cli.commands.verify import comparison_table
     from producers.export import export_realm
-    from streaming.verify import check_outputs
+    from supervise.verify import check_outputs
 
     with events.open("w") as sink, console.status("exporting the run's input topics"):
         report = export_realm(settings, LIVE_REALM, lambda line: sink.write(line + "\n"))

@@ -12,7 +12,7 @@ from rich.table import Table
 from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
 from producers.export import export_realm
 from pubsub_core.stages.topics import input_topics
-from streaming.kafka_broker import ensure_kafka
+from supervise.kafka_broker import ensure_kafka
 
 
 def register(subparsers: Any) -> None:

@@ -27,10 +27,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pubsub_core.native import build_name
+    from state.native import build_name
     from streaming.job import run_job, settings_from_args
+    from supervise.kafka_broker import ensure_kafka
 
-    settings = settings_from_args(args)
+    settings, _broker = ensure_kafka(settings_from_args(args))  # the embedded broker keeps serving after the job
     console.print(f"Starting the job on {settings.spark_master}, checkpoint {settings.checkpoint_dir}, "
                   f"the {build_name()} protocol on the driver")
 

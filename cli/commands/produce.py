@@ -19,8 +19,8 @@ from producers.kafka_io import TOO_LARGE, KafkaIOError, ProducedRecord, produce,
 from producers.topics import MAX_MESSAGE_BYTES, ensure_realm_topics, realm_is_valid, record_fits
 from pubsub_core.stages import IngestError, LineRouter, OutputRecord
 from pubsub_core.stages.ingest import rejection
-from streaming.kafka_broker import ensure_kafka
 from streaming.settings import Settings
+from supervise.kafka_broker import ensure_kafka
 
 INVALID_TOPIC = "InvalidTopicName"
 """Rejection reason of a line whose realm cannot name Kafka topics."""

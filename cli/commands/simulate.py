@@ -17,11 +17,11 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 from cli.commands.common import console
-from pubsub_core.native import build_name
 from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
+from state.native import build_name
 from streaming.pipeline import load_protocol_config
 from streaming.settings import SEAM_MODES
 

@@ -50,7 +50,7 @@ def comparison_table(result: Any) -> Table:
 
 def run(args: argparse.Namespace) -> int:
     from streaming.settings import load_settings
-    from streaming.verify import verify_log
+    from supervise.verify import verify_log
 
     settings = load_settings(
         overrides={

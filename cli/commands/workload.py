@@ -24,7 +24,7 @@ from producers.live import (
     stop_on_signals,
 )
 from producers.workload import WorkloadSpec, generate, parse_ttl_mix
-from streaming.kafka_broker import ensure_kafka
+from supervise.kafka_broker import ensure_kafka
 
 
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -115,7 +115,7 @@ class Envelope:
 
 SignatureCheck = Callable[[Envelope], bool]
 """What admission asks of an envelope's signature: ``verify_signature``, or anything that answers exactly as it
-does (the job's Stage R answers from checks made ahead on another core: ``streaming.signatures_ahead``)."""
+does (a test's counting check)."""
 
 
 def verify_signature(envelope: Envelope) -> bool:

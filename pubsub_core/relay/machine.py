@@ -27,7 +27,7 @@ from pubsub_core.broadcaster.events import BroadcasterEvent, DataPublished
 from pubsub_core.broadcaster.pallet import CHILD_NAMESPACE, Broadcaster, split_child_data_key
 from pubsub_core.codec.scale import encode_u32
 from pubsub_core.envelope.admission import Admission, AdmissionConfig, RateCounter, Verdict, error_reason
-from pubsub_core.envelope.envelope import Envelope, SignatureCheck, verify_signature
+from pubsub_core.envelope.envelope import Envelope
 from pubsub_core.envelope.keys import KeyRegistry, Origin, OriginKind
 from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
@@ -216,11 +216,6 @@ def apply_child_changes(
     return relay_root, tuple((para, tries.child_root(para)) for para in changes)
 
 
-def is_trie_namespace(namespace: str) -> bool:
-    """Whether the relay tries' nodes live in ``namespace`` (what ``apply_child_changes`` writes)."""
-    return namespace == _MAIN_TRIE or namespace.startswith(_CHILD_TRIE)
-
-
 def relay_tries(txn: StateTransaction) -> RelayTries:
     """The relay main trie and the publishers' child tries as the block machine stores them in ``txn``."""
     return RelayTries(lambda space: StateNodeStore(txn, _MAIN_TRIE if not space else _CHILD_TRIE + space.hex()))
@@ -229,8 +224,8 @@ def relay_tries(txn: StateTransaction) -> RelayTries:
 class RelayMachine:
     """Applies relay blocks to a state backend; pure apart from the backend it is given."""
 
-    def __init__(self, config: RelayConfig | None = None, router_factory: Callable[[], MessageRouter] | None = None,
-                 check_signature: SignatureCheck = verify_signature) -> None:
+    def __init__(self, config: RelayConfig | None = None,
+                 router_factory: Callable[[], MessageRouter] | None = None) -> None:
         self.config = config or RelayConfig()
         self.broadcaster = Broadcaster(self.config.broadcaster)
         self.barriers = BarrierChain(
@@ -240,7 +235,7 @@ class RelayMachine:
             ]
         )
         self.executor = XcmExecutor(self.barriers, self.broadcaster, self.config.executor)
-        self.admission = Admission(self.config.registry, self.config.admission, check_signature)
+        self.admission = Admission(self.config.registry, self.config.admission)
         self.router_factory = router_factory or _default_router
 
     # -- genesis ---------------------------------------------------------------------------------
@@ -271,20 +266,18 @@ class RelayMachine:
         return RecordOutcome(number, record.record_id, status, result.reason, result.detail)
 
     # -- one block -------------------------------------------------------------------------------
-    def apply_block(self, backend: StateBackend, block: RelayBlock, tries: bool = True) -> BlockResult:
-        """Apply ``block`` and commit; raise ``RelayError`` (writing nothing) if it cannot be applied. Without
-        ``tries`` the relay tries are left as they were: the result carries the block's child-trie changes and a
-        seal without roots, for the caller to apply them (``apply_child_changes``), on another core if it likes."""
+    def apply_block(self, backend: StateBackend, block: RelayBlock) -> BlockResult:
+        """Apply ``block`` and commit; raise ``RelayError`` (writing nothing) if it cannot be applied."""
         txn = StateTransaction(backend)
         try:
-            result = self._apply(txn, block, tries)
+            result = self._apply(txn, block)
         except BaseException:
             txn.rollback()
             raise
         txn.commit()
         return result
 
-    def _apply(self, txn: StateTransaction, block: RelayBlock, tries: bool) -> BlockResult:
+    def _apply(self, txn: StateTransaction, block: RelayBlock) -> BlockResult:
         header = block.header
         now = header.number
         self._check_order(txn, block)
@@ -302,14 +295,14 @@ class RelayMachine:
         idle = self.broadcaster.on_idle(txn, now, self.config.idle_weight)
         acc.events += idle.events
         changes = child_changes(txn)
-        relay_root, child_roots = apply_child_changes(txn, changes) if tries else (b"", ())
+        relay_root, child_roots = apply_child_changes(txn, changes)
         txn.put(_HEAD, b"", encode_u32(now) + header.hash)
         events = _event_records(now, acc.events)
         acc.outcomes.sort(key=_outcome_order)
         counts = {status: sum(1 for o in acc.outcomes if o.status is status) for status in Status}
         seal = BlockSeal(now, header.hash, header.parent_hash, header.session_index, relay_root, child_roots,
                          counts[Status.APPLIED], counts[Status.IGNORED], counts[Status.REJECTED], len(events))
-        return BlockResult(seal, events, tuple(acc.outcomes), tuple(acc.forwarded), {} if tries else changes)
+        return BlockResult(seal, events, tuple(acc.outcomes), tuple(acc.forwarded))
 
     def _check_order(self, txn: StateTransaction, block: RelayBlock) -> None:
         head = txn.get(_HEAD, b"")

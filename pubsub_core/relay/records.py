@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from enum import Enum
 from typing import Any, Final
 
@@ -322,11 +322,6 @@ class ForwardedCall:
     origin: str
     call: bytes
 
-    def __reduce__(self) -> tuple[type[ForwardedCall], tuple[object, ...]]:
-        # Stage R's trie steps cross to another process pickled (streaming.tries_ahead); compiled (setup.py), a
-        # frozen dataclass unpickles only through its constructor.
-        return (ForwardedCall, (self.block, self.record_id, self.origin, self.call))
-
     def to_json(self) -> dict[str, object]:
         return {"block": self.block, "record": self.record_id, "origin": self.origin, "call": hex_0x(self.call)}
 
@@ -377,16 +372,12 @@ class BlockSeal:
 
 @dataclass(frozen=True, slots=True)
 class BlockResult:
-    """Everything applying one block produced, in emission order. ``child_changes``: the block's child-trie
-    changes (para -> key -> value, None for a removal, by para), only when the block was applied without its tries
-    (``RelayMachine.apply_block(tries=False)``), whose seal then carries no roots yet (the relay stage's
-    ``RelayStep.completed`` puts them in)."""
+    """Everything applying one block produced, in emission order."""
 
     seal: BlockSeal
     events: tuple[EventRecord, ...]
     outcomes: tuple[RecordOutcome, ...]
     forwarded: tuple[ForwardedCall, ...]
-    child_changes: dict[int, dict[bytes, bytes | None]] = field(default_factory=dict)
 
     @property
     def rejections(self) -> tuple[RecordOutcome, ...]:

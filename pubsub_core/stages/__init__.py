@@ -19,7 +19,7 @@ from pubsub_core.stages.records import (
     decode_value,
     split_topic,
 )
-from pubsub_core.stages.relay_stage import RelayStage, RelayStep, TrieDone, TrieWork, trie_step, trie_step_namespace
+from pubsub_core.stages.relay_stage import RelayStage, RelayStep
 from pubsub_core.stages.subscriber_stage import SubscriberStage
 
 __all__ = [
@@ -38,12 +38,8 @@ __all__ = [
     "StageError",
     "SubscriberCallFailed",
     "SubscriberStage",
-    "TrieDone",
-    "TrieWork",
     "decode_record",
     "decode_value",
     "ingest_record",
     "split_topic",
-    "trie_step",
-    "trie_step_namespace",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pubsub_core.errors import PubSubError
 
-__all__ = ["IngestError", "StageError"]
+__all__ = ["IngestError", "SeamRecordError", "StageError"]
 
 
 class StageError(PubSubError):
@@ -19,3 +19,13 @@ class IngestError(StageError):
         self.reason = reason
         self.detail = detail
         self.text = text[:200]
+
+
+class SeamRecordError(StageError):
+    """A seam record Stage S refuses: ``reason`` is ``ForgedView`` (the MAC does not match: anyone without the key
+    wrote it) or ``MalformedView`` (authentic but not a view: never written by Stage R)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail

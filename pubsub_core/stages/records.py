@@ -204,12 +204,6 @@ class RelayView:
     previous: int | None = None
     full: bool = True
 
-    def __reduce__(self) -> tuple[type[RelayView], tuple[object, ...]]:
-        # Stage R's trie steps cross to another process pickled (streaming.tries_ahead); compiled (setup.py), a
-        # frozen dataclass unpickles only through its constructor.
-        return (RelayView, (self.realm, self.subscriber, self.number, self.hash, self.relay_root, self.max_pov_size,
-                            self.dmq_sizes, self.hrmp_sizes, self.nodes, self.calls, self.previous, self.full))
-
     def to_json(self) -> dict[str, object]:
         return {
             "previous": self.previous,

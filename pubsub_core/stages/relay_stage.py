@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
 from pubsub_core.codec.memo import DecodeMemo
-from pubsub_core.envelope import SignatureCheck, Unauthenticated, verify_signature
+from pubsub_core.envelope import Unauthenticated
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
-    BlockSeal,
     ForwardedCall,
     InputRecord,
     RelayBlock,
@@ -36,7 +35,7 @@ from pubsub_core.relay import (
     Status,
     canonical_json,
 )
-from pubsub_core.relay.machine import apply_child_changes, is_trie_namespace, relay_tries
+from pubsub_core.relay.machine import relay_tries
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
 from pubsub_core.subscriber.calls import (
@@ -59,98 +58,42 @@ from pubsub_core.stages.records import (
     SubscriberCallFailed,
 )
 
-__all__ = ["RelayStage", "RelayStep", "TrieDone", "TrieWork", "proof_delta", "trie_step", "trie_step_namespace"]
-
-
-@dataclass(frozen=True, slots=True)
-class TrieWork:
-    """What one block's trie step needs from the rest of Stage R: the block, its child-trie changes, and for each
-    subscriber that gets a view, the keys it declared before this block, its calls in the block and the sizes of
-    its pending downward and horizontal messages."""
-
-    number: int
-    block_hash: bytes
-    max_pov_size: int
-    child_changes: dict[int, dict[bytes, bytes | None]]
-    declared: dict[int, dict[int, tuple[bytes, ...]]]
-    calls: dict[int, tuple[ForwardedCall, ...]]
-    pending: dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
-
-    def __reduce__(self) -> tuple[type[TrieWork], tuple[object, ...]]:
-        # It crosses to another process pickled (streaming.tries_ahead); compiled (setup.py), a frozen dataclass
-        # unpickles only through its constructor.
-        return (TrieWork, (self.number, self.block_hash, self.max_pov_size, self.child_changes, self.declared,
-                           self.calls, self.pending))
-
-
-@dataclass(frozen=True, slots=True)
-class TrieDone:
-    """A block's trie step done: the roots its seal carries and each subscriber's view."""
-
-    relay_root: bytes
-    child_roots: tuple[tuple[int, bytes | None], ...]
-    views: tuple[RelayView, ...]
-
-    def __reduce__(self) -> tuple[type[TrieDone], tuple[object, ...]]:
-        # As ``TrieWork``: back from the other process pickled.
-        return (TrieDone, (self.relay_root, self.child_roots, self.views))
+__all__ = ["RelayStage", "RelayStep", "proof_delta"]
 
 
 @dataclass(frozen=True, slots=True)
 class RelayStep:
     """What Stage R emits for one block read from ``blocks``: its output records (rejections, relay events,
-    refused subscriber calls, the seal; or the block's own rejection) and one view per subscriber. A stage that
-    leaves the tries to its caller (``defer_tries``) emits the block without its seal and views: ``tries`` and
-    ``seal`` (without roots) until ``completed``."""
+    refused subscriber calls, the seal; or the block's own rejection) and one view per subscriber."""
 
     number: int
     outputs: tuple[OutputRecord, ...]
     views: tuple[RelayView, ...]
-    tries: TrieWork | None = None
-    seal: BlockSeal | None = None
-
-    def completed(self, realm: str, done: TrieDone) -> RelayStep:
-        """The step with its trie step done: the seal, with its roots, after the other outputs; the views."""
-        assert self.seal is not None, "only a step whose tries were left to the caller is completed"
-        seal = replace(self.seal, relay_root=done.relay_root, child_roots=done.child_roots)
-        record = OutputRecord(f"{realm}.seals", str(self.number), f"seal/{self.number}", seal.to_json())
-        return RelayStep(self.number, (*self.outputs, record), done.views)
 
 
-def trie_step(backend: StateBackend, realm: str, seam: Seam, work: TrieWork) -> TrieDone:
-    """Apply a block's child-trie changes to the relay tries in ``backend``, then build each subscriber's view of
-    the state after it; commits. It reads and writes only the ``trie_step_namespace`` namespaces, so whoever holds
-    a copy of them (a process forked from Stage R's, ``streaming.tries_ahead``) can run it in Stage R's place."""
-    txn = StateTransaction(backend)
-    relay_root, child_roots = apply_child_changes(txn, work.child_changes)
-    txn.commit()
-    return TrieDone(relay_root, child_roots, _views(backend, realm, seam, work, relay_root))
-
-
-def trie_step_namespace(namespace: str) -> bool:
-    """Whether ``trie_step`` reads or writes ``namespace``: the tries' nodes and each subscriber's latest view."""
-    return is_trie_namespace(namespace) or namespace in (_Book.LAST_VIEW, _Book.SENT_NODES)
-
-
-def _views(backend: StateBackend, realm: str, seam: Seam, work: TrieWork, relay_root: bytes) -> tuple[RelayView, ...]:
-    """Each subscriber's view of the state after the block (the relay parent of its next block)."""
-    subscribers = sorted(work.pending)
+def _views(backend: StateBackend, realm: str, seam: Seam, header: BlockHeader, relay_root: bytes,
+           declared: dict[int, dict[int, tuple[bytes, ...]]], calls: dict[int, tuple[ForwardedCall, ...]],
+           pending: dict[int, tuple[tuple[int, ...], tuple[int, ...]]]) -> tuple[RelayView, ...]:
+    """Each subscriber's view of the state after the block (the relay parent of its next block): for each
+    subscriber in ``pending``, a proof of the keys it ``declared`` before this block, its ``calls`` in the block
+    and the sizes of its pending downward and horizontal messages; commits the views' bookkeeping."""
+    subscribers = sorted(pending)
     if not subscribers:
         return ()
     book = _Book(StateTransaction(backend))
     txn = StateTransaction(backend)
     try:
-        proofs = relay_tries(txn).prove_each_hashed([work.declared.get(subscriber, {}) for subscriber in subscribers])
+        proofs = relay_tries(txn).prove_each_hashed([declared.get(subscriber, {}) for subscriber in subscribers])
     finally:
         txn.rollback()
     views = []
     for subscriber, proof in zip(subscribers, proofs):
         sent, full = _seam_nodes(book, seam, subscriber, proof)
-        downward, horizontal = work.pending[subscriber]
-        views.append(RelayView(realm, subscriber, work.number, work.block_hash, relay_root, work.max_pov_size,
-                               downward, horizontal, sent, work.calls.get(subscriber, ()), book.last_view(subscriber),
+        downward, horizontal = pending[subscriber]
+        views.append(RelayView(realm, subscriber, header.number, header.hash, relay_root, header.max_pov_size,
+                               downward, horizontal, sent, calls.get(subscriber, ()), book.last_view(subscriber),
                                full))
-        book.set_last_view(subscriber, work.number)
+        book.set_last_view(subscriber, header.number)
     book.txn.commit()
     return tuple(views)
 
@@ -176,17 +119,10 @@ class RelayStage:
     waiting for records, subscriptions). A new stage over the same backend therefore carries on where the last
     one stopped."""
 
-    def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None,
-                 check_signature: SignatureCheck = verify_signature, defer_tries: bool = False) -> None:
+    def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None) -> None:
         self.realm = realm
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
-        self.check_signature = check_signature
-        """How admission checks a signature: ``verify_signature``, or what answers as it does (the job's checks
-        made ahead on another core, ``streaming.signatures_ahead``)."""
-        self.defer_tries = defer_tries
-        """Leave each block's trie step (``trie_step``) to the caller, who completes the step
-        (``RelayStep.completed``): the job runs it on another core (``streaming.tries_ahead``)."""
         self._machine: RelayMachine | None = None
         self._awaited: str | None = None
         """The record the first waiting block misses, None when unknown. Until it arrives no other record can
@@ -290,7 +226,7 @@ class RelayStage:
     def _make(self, genesis: GenesisRecord) -> RelayMachine:
         router = self.config.router
         return RelayMachine(self.config.relay_config(self.realm, genesis.registry),
-                            router_factory=lambda: RelayRouter(router), check_signature=self.check_signature)
+                            router_factory=lambda: RelayRouter(router))
 
     def _start(self, book: _Book, genesis: GenesisRecord) -> RelayMachine:
         """Create the realm's block machine (with the real router), write its genesis state and remember it."""
@@ -379,7 +315,7 @@ class RelayStage:
             first = book.included(stream, origin) + 1
             records += [r for p in range(first, last + 1) if (r := book.buffered_at(stream, origin, p)) is not None]
         try:
-            result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)), tries=False)
+            result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)))
         except RelayError as exc:
             rejection = self._outcome(f"block/{log_id}", key, SimOutcome(
                 header.number, block.record_id, "rejected", type(exc).__name__, str(exc)))
@@ -390,8 +326,8 @@ class RelayStage:
         return self._step(book, header, result, {r.record_id: r.origin for r in records})
 
     def _step(self, book: _Book, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
-        """Stage R's output records for an applied block and its trie step (``trie_step``: the roots of its seal
-        and the views; run here unless ``defer_tries``), then the block's subscription changes."""
+        """Stage R's output records for an applied block (its seal last) and each subscriber's view of it; the
+        block's subscription changes apply after the views' proofs."""
         realm, number = self.realm, header.number
         out = [
             OutputRecord(f"{realm}.rejected", origins[o.record_id], f"outcome/{o.record_id}", o.to_json())
@@ -424,16 +360,14 @@ class RelayStage:
             inbound = pending_inbound(txn, subscriber, number)
             pending[subscriber] = (tuple(inbound.downward_sizes()), tuple(inbound.horizontal_sizes()))
         txn.rollback()
-        work = TrieWork(number, header.hash, header.max_pov_size, result.child_changes,
-                        {subscriber: declared[subscriber] for subscriber in subscribers if subscriber in declared},
-                        {subscriber: tuple(forwarded) for subscriber, forwarded in calls.items()}, pending)
+        proven = {subscriber: declared[subscriber] for subscriber in subscribers if subscriber in declared}
         # the block's subscription changes apply after its proof: its views still use the previous subscriptions
         for subscriber, change in changes:
             book.set_subscriptions(subscriber, change)
-        step = RelayStep(number, tuple(out), (), work, result.seal)
-        if self.defer_tries:
-            return step
-        return step.completed(realm, trie_step(self.backend, realm, self.config.seam, work))
+        views = _views(self.backend, realm, self.config.seam, header, result.seal.relay_root, proven,
+                       {subscriber: tuple(forwarded) for subscriber, forwarded in calls.items()}, pending)
+        out.append(OutputRecord(f"{realm}.seals", str(number), f"seal/{number}", result.seal.to_json()))
+        return RelayStep(number, tuple(out), views)
 
 
 def proof_delta(proof: Sequence[bytes], hashes: Sequence[bytes], previous: Collection[bytes]) -> tuple[bytes, ...]:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from streaming.kafka_broker import EmbeddedKafka
 from streaming.settings import Settings, load_settings
+from supervise.kafka_broker import EmbeddedKafka
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

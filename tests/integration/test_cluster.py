@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming.cluster import StandaloneCluster
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.verify import check_outputs, produce_log
+from supervise.cluster import StandaloneCluster
+from supervise.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster]
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from producers.kafka_io import ProducedRecord, produce, read_topic
-from streaming.errors import BrokerError
-from streaming.kafka_broker import EmbeddedKafka, create_topics, ensure_kafka, is_serving
+from producers.topics import is_serving
 from streaming.settings import Settings, load_settings
+from supervise.errors import BrokerError
+from supervise.kafka_broker import EmbeddedKafka, create_topics, ensure_kafka
 
 pytestmark = pytest.mark.kafka
 

@@ -14,7 +14,7 @@ from streaming.job import run_job
 from streaming.lanes import SHUFFLE_PARTITIONS, lane_column, recorded_partitions, stateful_partitions
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.verify import check_outputs, fresh_topics
+from supervise.verify import check_outputs, fresh_topics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

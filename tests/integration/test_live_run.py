@@ -2,9 +2,9 @@
 then the realm's input topics exported and replayed through the simulator, which must give the job's outputs.
 
 The live producer (20 publishes/s), the block author (a block a second), the job and a following consumer run
-as subprocesses under producers.live_run.LiveRun, exactly as `pubsub demo --live` runs them. After 30 seconds of
+as subprocesses under supervise.live_run.LiveRun, exactly as `pubsub demo --live` runs them. After 30 seconds of
 traffic the producer stops, the author includes the rest and stops, the job drains and stops. Then
-`pubsub export` writes the input topics as an event log and streaming.verify.check_outputs compares every output
+`pubsub export` writes the input topics as an event log and supervise.verify.check_outputs compares every output
 topic with the simulator over that log. The author writes blocks in Kafka transactions, so commit markers take
 offsets on <realm>.blocks and an exported line's index differs from its Kafka offset there; only the id of a
 refused block would show it, and a clean run refuses none, so all five output topics must match exactly.
@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from producers.live_run import LivePlan, LiveRun
 from producers.workload import WorkloadSpec
 from streaming.settings import Settings
-from streaming.verify import check_outputs
+from supervise.live_run import LivePlan, LiveRun
+from supervise.verify import check_outputs
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -24,7 +24,7 @@ from producers.workload import WorkloadSpec, generate
 from streaming.job import run_job
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.verify import VerifyResult, check_outputs, expected_sizes, fresh_topics, produce_log, verify_log
+from supervise.verify import VerifyResult, check_outputs, expected_sizes, fresh_topics, produce_log, verify_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -13,7 +13,7 @@ import pytest
 
 from producers.kafka_io import read_outputs
 from streaming.settings import Settings
-from streaming.verify import verify_log
+from supervise.verify import verify_log
 from tests.integration.test_pipeline import assert_equal
 from tests.simulator.test_forgery import added, attacked, clean_outputs
 

@@ -23,7 +23,7 @@ from producers.workload import WorkloadSpec, generate
 from streaming.job import BatchReport, run_job
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.verify import check_outputs, produce_log
+from supervise.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -32,7 +32,7 @@ from producers.workload import WorkloadSpec, generate, signer
 from pubsub_core.stages.topics import input_topics
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.verify import check_outputs
+from supervise.verify import check_outputs
 from tests.integration.test_author import without_blocks
 from tests.integration.test_author_snapshot import send
 

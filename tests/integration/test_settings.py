@@ -231,30 +231,3 @@ def test_python_workers_import_pyspark_compiled_from_site_packages(spark: SparkS
 
     files = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
     assert files == [str(pyspark_package_dir() / "__init__.py")]
-
-
-@pytest.mark.spark
-def test_a_local_session_starts_its_python_through_the_pre_init_fork_server(spark: SparkSession) -> None:
-    """With a local master the session's Python is the fork server's launcher (streaming/prefork.py), the server
-    listens, and a task's worker, not a preloaded module, still runs (in a fresh interpreter, through the launcher)."""
-    import socket
-    import time
-
-    from streaming import prefork
-
-    server = prefork.running()
-    assert server is not None and server.process.poll() is None
-    assert spark.sparkContext.pythonExec == str(server.launcher)
-    assert spark.conf.get("spark.pyspark.python") == str(server.launcher)
-    deadline = time.monotonic() + 60
-    while True:
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(server.socket_path))
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the fork server never listened"
-            time.sleep(0.1)
-        finally:
-            probe.close()
-    assert spark.sparkContext.parallelize([1, 2], 2).map(lambda n: n * 21).collect() == [21, 42]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pubsub_core.native import MANIFEST, PURE_PYTHON_ENV
+from state.native import MANIFEST, PURE_PYTHON_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.jsonl"))
@@ -26,7 +26,7 @@ def run(args: list[str], build: str, cwd: Path = ROOT, pythonpath: Path | None =
 
 
 def loaded_build(build: str, cwd: Path = ROOT, pythonpath: Path | None = None) -> str:
-    probe = "import pubsub_core.native as n, pubsub_core.trie.node as m; print(n.compiled(), m.__file__)"
+    probe = "import state.native as n, pubsub_core.trie.node as m; print(n.compiled(), m.__file__)"
     return run(["-W", "always", "-c", probe], build, cwd, pythonpath).stdout.strip()
 
 
@@ -68,7 +68,7 @@ def test_an_edited_source_runs_as_python_until_the_next_build(tmp_path: Path) ->
     assert loaded_build("compiled", tmp_path, tmp_path).startswith("True ")
     edited = tmp_path / MANIFEST.read_text().splitlines()[-1].partition(" ")[2]
     edited.write_text(edited.read_text() + "\n# edited\n")
-    probe = run(["-W", "always", "-c", "import pubsub_core.native as n; print(n.compiled())"], "compiled",
+    probe = run(["-W", "always", "-c", "import state.native as n; print(n.compiled())"], "compiled",
                 tmp_path, tmp_path)
     assert probe.stdout.strip() == "False"
     assert "StaleCompiledBuild" in probe.stderr and edited.relative_to(tmp_path).as_posix() in probe.stderr

@@ -18,9 +18,9 @@ import pytest
 
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
+from pubsub_core.stages.seam import decode_view
 from state import MemoryBackend
 from streaming.operators import KafkaRow, OutRow, relay_rows, seam_last, seam_record, subscriber_rows
-from streaming.seam import decode_view
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY = b"k" * 32

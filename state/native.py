@@ -4,7 +4,8 @@ Both come from the same files (setup.py compiles them) and the suite checks that
 byte for byte. The source runs instead of the compiled modules when ``PUBSUB_PURE_PYTHON=1`` (for debugging,
 profiling with Python tools, and the tests that spy on Python functions), and when a compiled source has
 changed since the build (its SHA-256 differs from the build's manifest), so an edit never runs stale code.
-This module is never compiled: it decides before anything compiled loads.
+This module is never compiled: it decides before anything compiled loads, which is why it sits in ``state``, the
+package every protocol module imports first.
 """
 
 from __future__ import annotations
@@ -78,10 +79,11 @@ def choose_build() -> None:
 
 
 def compiled() -> bool:
-    """True when the protocol's modules running in this process are the compiled ones."""
-    from pubsub_core.trie import node
+    """True when the protocol's modules running in this process are the compiled ones (one build compiles
+    ``pubsub_core`` and ``state`` together, so a module of ``state`` tells)."""
+    from state import transaction
 
-    return not (node.__file__ or "").endswith(".py")
+    return not (transaction.__file__ or "").endswith(".py")
 
 
 def build_name() -> str:

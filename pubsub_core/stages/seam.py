@@ -20,22 +20,13 @@ import struct
 from typing import Any
 
 from pubsub_core.relay import canonical_json
-from pubsub_core.stages import RelayView
+from pubsub_core.stages.errors import SeamRecordError
+from pubsub_core.stages.records import RelayView
 
 __all__ = ["MAC_BYTES", "SeamRecordError", "decode_view", "encode_view", "seam_mac", "split_record"]
 
 MAC_BYTES = 32
 _COUNTS = struct.Struct(">II")
-
-
-class SeamRecordError(ValueError):
-    """A seam record Stage S refuses: ``reason`` is ``ForgedView`` (the MAC does not match: anyone without the key
-    wrote it) or ``MalformedView`` (authentic but not a view: never written by Stage R)."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 def seam_mac(seam_key: bytes, body: bytes) -> bytes:

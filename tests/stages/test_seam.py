@@ -1,4 +1,4 @@
-"""The seam's wire format (streaming/seam.py): a view survives the round trip byte for byte, its nodes travel raw
+"""The seam's wire format (pubsub_core/stages/seam.py): a view survives the round trip byte for byte, its nodes travel raw
 (half their hex size), and a record is refused as ``ForgedView`` unless its MAC matches the key, as
 ``MalformedView`` if authentic but not a view. (The operators' use of it: tests/streaming/test_operators.py.)"""
 
@@ -13,7 +13,7 @@ import pytest
 
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import RelayView
-from streaming.seam import MAC_BYTES, SeamRecordError, decode_view, encode_view, seam_mac, split_record
+from pubsub_core.stages.seam import MAC_BYTES, SeamRecordError, decode_view, encode_view, seam_mac, split_record
 
 KEY = bytes(range(32))
 

@@ -32,13 +32,13 @@ from producers.latency import LatencySummary, summarize
 from producers.live import LiveSpec, Pacing
 from producers.topics import consumer_config, ensure_realm_topics, realm_topic_names
 from producers.workload import WorkloadSpec
-from pubsub_core.errors import PubSubError
 from pubsub_core.hashing import blake2_256
+from pubsub_core.stages.seam import SeamRecordError, split_record
 from pubsub_core.stages.topics import VIEWS, topic
-from streaming.kafka_broker import delete_topics
 from streaming.paths import REPO_ROOT
-from streaming.seam import SeamRecordError, split_record
 from streaming.settings import Settings
+from supervise.errors import PartFailed, PartTimeout
+from supervise.kafka_broker import delete_topics
 
 __all__ = ["LiveMonitor", "LivePlan", "LiveRun", "LiveSnapshot", "PartFailed", "PartTimeout", "PovRecord",
            "Supervisor", "WORKLOAD_AUTHOR_SEED"]
@@ -47,24 +47,6 @@ WORKLOAD_AUTHOR_SEED = blake2_256(b"rfc0160/workload/author")
 """The seed of ``producers.workload.signer("author")``, the key the live producer's genesis admits as author."""
 _GRACE = 15.0
 """Seconds a part gets to stop after SIGTERM (or SIGINT) before its process group is killed."""
-
-
-class PartFailed(PubSubError):
-    """A supervised part exited while it should have been running; carries its name, exit code and log tail."""
-
-    def __init__(self, name: str, code: int, log: Path, tail: str) -> None:
-        super().__init__(f"{name} exited with code {code} (log {log}):\n{tail}")
-        self.name = name
-        self.code = code
-        self.log = log
-
-
-class PartTimeout(PubSubError):
-    """A live run did not reach an expected point in time (e.g. the job did not catch up with the author)."""
-
-    def __init__(self, what: str, seconds: float) -> None:
-        super().__init__(f"{what} (waited {seconds:.0f}s)")
-        self.what = what
 
 
 @dataclass
@@ -267,7 +249,7 @@ class LiveMonitor:
             state.upward += 1
             return
         try:
-            if kind == VIEWS:  # binary (streaming.seam); the monitor only looks, so it needs no seam key
+            if kind == VIEWS:  # binary (pubsub_core.stages.seam); the monitor only looks, so it needs no seam key
                 body = {"view": split_record(message.value() or b"")[0]}
             else:
                 body = json.loads(message.value() or b"")

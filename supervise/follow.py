@@ -1,4 +1,5 @@
-"""A daemon thread that reads some topics from their beginning while a long run goes on (chaos, soak)."""
+"""A daemon thread that reads some topics from their beginning while a long run goes on (the chaos and soak
+benchmarks)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
+from producers.kafka_io import ConsumedRecord, consumed
 from producers.topics import consumer_config
 from streaming.settings import Settings
 
@@ -35,7 +37,7 @@ class TopicFollower:
         self._stop.set()
         self._thread.join(15)
 
-    def take(self, message: Message) -> None:
+    def take(self, record: ConsumedRecord) -> None:
         """One record read (not an error event)."""
         raise NotImplementedError
 
@@ -56,6 +58,6 @@ class TopicFollower:
                         continue
                 for message in consumer.consume(500, 0.3):
                     if message.error() is None:
-                        self.take(message)
+                        self.take(consumed(message))
         finally:
             consumer.close()

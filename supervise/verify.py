@@ -20,11 +20,11 @@ from producers.topics import ensure_realm_topics, realm_topic_names
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import OUTPUTS, topic
-from streaming.errors import BrokerError
 from streaming.job import BatchReport, JobSummary, run_job
-from streaming.kafka_broker import delete_topics, ensure_kafka
 from streaming.pipeline import load_protocol_config
 from streaming.settings import Settings
+from supervise.errors import BrokerError
+from supervise.kafka_broker import delete_topics, ensure_kafka
 
 __all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "expected_sizes", "fresh_topics",
            "verify_log"]

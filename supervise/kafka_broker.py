@@ -20,15 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from producers.topics import create_topics as generic_topics
-from streaming.errors import BrokerError, BrokerStartError, JarsMissingError, tail
+from producers.topics import is_serving
+from streaming.errors import JarsMissingError
 from streaming.paths import jvm_lib_dir, runtime_dir
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
+from supervise.errors import BrokerError, BrokerStartError, tail
 
-__all__ = ["BrokerInfo", "EmbeddedKafka", "create_topics", "delete_topics", "ensure_kafka", "free_port", "is_serving"]
+__all__ = ["BrokerInfo", "EmbeddedKafka", "create_topics", "delete_topics", "ensure_kafka", "free_port"]
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -50,18 +51,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def is_serving(bootstrap: str, timeout: float = 3.0, extra: dict[str, str] | None = None) -> bool:
-    """Whether a Kafka cluster answers a metadata request at `bootstrap` within `timeout` seconds."""
-    admin = AdminClient(
-        {**(extra or {}), "bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": "2000", "log_level": "0"}
-    )
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-    except KafkaException:
-        return False
-    return bool(metadata.brokers)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -1,4 +1,4 @@
-"""The live run's supervisor (producers/live_run.py) with real subprocesses: every part it started, and their own
+"""The live run's supervisor (supervise/live_run.py) with real subprocesses: every part it started, and their own
 children, are gone after a normal exit, an interrupt (Ctrl-C) or the failure of one part."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from producers.live_run import LivePlan, PartFailed, Supervisor
 from producers.workload import WorkloadSpec
+from supervise.live_run import LivePlan, PartFailed, Supervisor
 
 # A part that starts a child of its own (as `pubsub job` starts Spark's JVM), records both pids, and runs on.
 _PART = """

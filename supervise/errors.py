@@ -1,0 +1,67 @@
+"""Errors of what supervises several parts (the embedded broker, a local cluster, a live run, verify): one root,
+each error carrying the data that explains it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pubsub_core.errors import PubSubError
+
+__all__ = ["BrokerError", "BrokerStartError", "ClusterError", "PartFailed", "PartTimeout", "SuperviseError", "tail"]
+
+
+class SuperviseError(PubSubError):
+    """Base class for errors of the supervised parts: a broker, a cluster, a live run's processes."""
+
+
+class BrokerError(SuperviseError):
+    """The embedded Kafka broker could not be started, reached or stopped."""
+
+
+class BrokerStartError(BrokerError):
+    """The broker process exited or did not serve in time; carries the tail of its log."""
+
+    def __init__(self, reason: str, log_path: Path, log_tail: str) -> None:
+        super().__init__(f"the embedded Kafka broker did not start: {reason}; see {log_path}:\n{log_tail}")
+        self.reason = reason
+        self.log_path = log_path
+        self.log_tail = log_tail
+
+
+class ClusterError(SuperviseError):
+    """The local standalone Spark cluster could not be started or a submitted application failed."""
+
+    def __init__(self, reason: str, log_path: Path | None = None, log_tail: str = "") -> None:
+        where = f"; see {log_path}:\n{log_tail}" if log_path else ""
+        super().__init__(f"{reason}{where}")
+        self.reason = reason
+        self.log_path = log_path
+        self.log_tail = log_tail
+
+
+class PartFailed(SuperviseError):
+    """A supervised part exited while it should have been running; carries its name, exit code and log tail."""
+
+    def __init__(self, name: str, code: int, log: Path, tail: str) -> None:
+        super().__init__(f"{name} exited with code {code} (log {log}):\n{tail}")
+        self.name = name
+        self.code = code
+        self.log = log
+
+
+class PartTimeout(SuperviseError):
+    """A live run did not reach an expected point in time (e.g. the job did not catch up with the author)."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        super().__init__(f"{what} (waited {seconds:.0f}s)")
+        self.what = what
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    """The last lines of a log file (empty if it does not exist), for error messages."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
