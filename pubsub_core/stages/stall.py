@@ -48,6 +48,19 @@ class WaitingStatus:
     held_records: int
     held_bytes: int
 
+    def to_json(self) -> dict[str, object]:
+        return {"block": self.block, "block_record": self.block_record, "later_blocks": self.later_blocks,
+                "missing": list(self.missing), "stalled": self.stalled, "held_records": self.held_records,
+                "held_bytes": self.held_bytes}
+
+    @classmethod
+    def from_json(cls, body: dict[str, object]) -> WaitingStatus:
+        missing = body["missing"]
+        assert isinstance(missing, list)
+        return cls(int(str(body["block"])), str(body["block_record"]), int(str(body["later_blocks"])),
+                   tuple(str(m) for m in missing), bool(body["stalled"]), int(str(body["held_records"])),
+                   int(str(body["held_bytes"])))
+
     def line(self) -> str:
         """One line for a log or a progress line."""
         misses = ", ".join(self.missing) if self.missing else "nothing (an earlier refusal holds it)"
