@@ -66,7 +66,7 @@ class WaitingStatus:
         misses = ", ".join(self.missing) if self.missing else "nothing (an earlier refusal holds it)"
         state = "STALLED" if self.stalled else "waiting"
         return (f"{state}: block {self.block} ({self.block_record}) misses {misses}; {self.later_blocks} later "
-                f"blocks queued; holding {self.held_records} records, {self.held_bytes} bytes")
+                f"blocks queued; holding {self.held_records} records and blocks, {self.held_bytes} bytes")
 
 
 def awaits(header: BlockHeader, included: dict[tuple[str, str], int]) -> list[dict[str, object]]:

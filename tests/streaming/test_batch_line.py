@@ -54,7 +54,7 @@ def test_a_stalled_realm_is_on_the_line_with_what_it_misses_and_for_how_long(cap
         later = waits.seen(report, summary)
     assert first.line().startswith("relay batch 7: 12 rows in -> nothing | relay height polkadot 2 | polkadot "
                                    "STALLED: block 3 (polkadot.blocks@2) misses upward/1000/1; 4 later blocks queued;"
-                                   " holding 5 records, 1200 bytes for 0s")
+                                   " holding 5 records and blocks, 1200 bytes for 0s")
     assert " for 7s | 0.4s" in later.line() and _BATCH.match(later.line())
     assert summary.waiting == {"polkadot": STATUS}
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
