@@ -35,6 +35,7 @@ def register(subparsers: Any) -> None:
             "stdout; Ctrl-C stops after the current block."
         ),
         epilog="Key handling, fencing and resume: docs/operations.md, 'The block author'.",
+        allow_abbrev=False,  # `pubsub author void --block N`: not an abbreviation of --block-time or --blocks
     )
     add_kafka_arguments(parser)
     parser.add_argument("--realm", metavar="NAME", help="the realm whose blocks to write (required)")

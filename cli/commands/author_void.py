@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
         raise NotAnAuthor(args.realm, signer.public_key, registry.author_keys)
     plan = plan_void(args.realm, registry, blocks, inputs, args.block, signer.public_key,
                      replace(protocol.admission, realm=args.realm), positions)
-    for line in plan.lines():
-        console.print(line, highlight=False)
+    for line in plan.lines():  # the plan on stdout, what was done on stderr
+        print(line, flush=True)
     if not args.yes:
         console.print("nothing written: run again with --yes to write this void order")
         return 0

@@ -63,3 +63,36 @@ def test_a_stalled_realm_is_seen_then_the_void_order_unsticks_it_as_in_the_simul
     assert by_topic["polkadot.health"].matched == 3  # Stalled, Resumed, Voided
     assert by_topic["polkadot.rejected"].matched == 2  # the forged copy, the voided position
     assert sum(t.matched for t in result.topics) == sum(t.expected for t in result.topics)
+
+
+def test_pubsub_author_void_finds_the_missing_position_on_kafka_and_its_order_unsticks_the_job(
+        kafka_settings: Settings, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The same log without its void order: ``pubsub author void`` reads the topics, prints the one missing
+    position, writes nothing without --yes, then writes the order; the job's outputs equal the simulator's on the
+    log with the order in it."""
+    from cli.main import main
+    from producers.kafka_io import topic_size
+    from pubsub_core.hashing import blake2_256
+
+    lines = LOG.read_bytes().splitlines()
+    cut = next(i for i, line in enumerate(lines) if void_line(line))
+    records, realms = fresh_topics(lines, kafka_settings, reset_topics=True)
+    settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint", realms="polkadot")
+    produce(kafka_settings, records[:cut])
+    assert run_job(settings, available_now=True).waiting["polkadot"].stalled
+    key = tmp_path / "author.key"
+    key.write_text(blake2_256(b"rfc0160/workload/author").hex())  # producers.workload.signer("author")
+    command = ["author", "void", "--bootstrap", str(kafka_settings.kafka_bootstrap), "--realm", "polkadot",
+               "--block", "3", "--key-file", str(key)]
+    assert main(command) == 0
+    printed = capfd.readouterr().out
+    assert "block 3 of polkadot (polkadot.blocks@2): void 1 position(s)" in printed and "upward/1000/1" in printed
+    assert topic_size(kafka_settings, "polkadot.blocks") == 6  # nothing written without --yes
+    assert main([*command, "--yes"]) == 0
+    produce(kafka_settings, records[cut + 1:])
+    resumed = run_job(settings, available_now=True)
+    assert resumed.waiting == {} and resumed.heights == {"polkadot": 7}
+    result = check_outputs(lines, kafka_settings, realms)
+    bad = [t for t in result.topics if not t.ok or t.reading]
+    assert not bad, f"differences: {bad}"
+    assert sum(t.matched for t in result.topics) == sum(t.expected for t in result.topics) > 0
