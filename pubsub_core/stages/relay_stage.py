@@ -394,18 +394,18 @@ class RelayStage:
 
     def waiting(self, shown: int = 4) -> stall.WaitingStatus | None:
         """The first waiting block as the job shows it live (``shown`` missing positions at most), or None when
-        no block waits. Reads the state only."""
+        no block waits. Writes nothing but the count of what is held, when a state from before it lacks it."""
         book = _Book(StateTransaction(self.backend))
-        try:
-            head = book.first_waiting()
-            if head is None or head.header is None:
-                return None
-            missing = self._missing(book, head.header, self._voids(book, head.header)[0], shown)
-            count, size = book.held_size()
-            return stall.WaitingStatus(head.header.number, head.log_id, book.blocks_waiting() - 1, tuple(missing),
-                                       book.stall() is not None, count, size)
-        finally:
+        head = book.first_waiting()
+        if head is None or head.header is None:
             book.txn.rollback()
+            return None
+        missing = self._missing(book, head.header, self._voids(book, head.header)[0], shown)
+        count, size = book.held_size()
+        status = stall.WaitingStatus(head.header.number, head.log_id, book.blocks_waiting() - 1, tuple(missing),
+                                     book.stall() is not None, count, size)
+        book.txn.commit()
+        return status
 
     def _record(self, book: _Book, machine: RelayMachine, log: LogRecord, record: InputRecord) -> OutputRecord | None:
         """Buffer an authentic record at its position, or refuse it: not authentic (admission's ``Malformed``,

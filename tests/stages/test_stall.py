@@ -19,10 +19,10 @@ from pubsub_core.simulator import Simulator
 from pubsub_core.stages import SimulatorConfig
 from pubsub_core.stages.ingest import LineRouter, ingest_record
 from pubsub_core.stages.records import LogRecord, OutputRecord
-from pubsub_core.stages.relay_stage import RelayStage
+from pubsub_core.stages.relay_stage import RelayStage, _Book
 from pubsub_core.subscriber import SetSubscriptions
 from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
-from state import MemoryBackend
+from state import MemoryBackend, StateTransaction
 
 PUBLISHER = signer("collator/1000")
 SUBSCRIBER = signer("collator/3000")
@@ -284,13 +284,12 @@ def test_a_state_written_before_the_hold_was_counted_counts_it_from_the_state() 
     assert status is not None
     held = (status.held_records, status.held_bytes)
     assert held[0] == 2  # blocks 3 and 4 wait; the forged record is not held
-    from pubsub_core.stages.relay_stage import _Book
-    from state import StateTransaction
     txn = StateTransaction(backend)
     txn.set_value(_Book.HELD_SIZE, None)
     txn.commit()
     status = RelayStage("polkadot", SimulatorConfig(), backend).waiting()
     assert status is not None and (status.held_records, status.held_bytes) == held
+    assert StateTransaction(backend).get_value(_Book.HELD_SIZE) is not None  # counted once, then kept
 
 
 def test_void_orders_read_back_as_written_and_never_as_a_header() -> None:
@@ -301,4 +300,4 @@ def test_void_orders_read_back_as_written_and_never_as_a_header() -> None:
     for bad in [((*SLOT, 2, 1),), ((*SLOT, 1, 2), (*SLOT, 2, 3)), (("blocks", "author", 0, 0),),
                 ((*SLOT, 0, 5000),), ()]:
         with pytest.raises(ValueError):
-            VoidOrder(3, bad)  # type: ignore[arg-type]
+            VoidOrder(3, bad)
