@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pubsub_core.codec.scale import encode_bytes, encode_compact, encode_u32
 from pubsub_core.envelope import KeyRegistry, Signer, Topic
 from pubsub_core.hashing import blake2_256
-from pubsub_core.relay import BlockHeader, BroadcasterCall, CallKind, Genesis, InputRecord, canonical_json
+from pubsub_core.relay import BlockHeader, BroadcasterCall, CallKind, Genesis, InputRecord, VoidOrder, canonical_json
 from pubsub_core.router.calls import AcceptOpenChannel, HorizontalRecord, InitOpenChannel, SendDownward
 from pubsub_core.router.records import OutboundHrmpMessage
 from pubsub_core.stages import GenesisRecord
@@ -366,5 +366,36 @@ def minimal_example(realm: str = "polkadot") -> list[str]:
     log.publish(1000, publisher, [(price, b"42", 0), (volume, b"1000", 0)])
     log.block()
     log.publish(1000, publisher, [(price, b"43", 0)])
+    log.block()
+    return log.lines
+
+
+def stalled_example(realm: str = "polkadot") -> list[str]:
+    """examples/stalled.jsonl: as the minimal example, but the only copy of para 1000's second upward message
+    (position 1) is forged. Block 3 includes that position, so it waits; blocks 4 to 6 queue behind it (the realm
+    is seen stalled after 3 later blocks); the author's void order for block 3 voids the position, and blocks 3 to
+    7 apply (block 7 publishes ``price`` = "44" at position 2)."""
+    log = LogBuilder(realm)
+    publisher, subscriber = signer("collator/1000"), signer("collator/3000")
+    keys = {1000: frozenset({publisher.public_key}), 3000: frozenset({subscriber.public_key})}
+    log.genesis(KeyRegistry(para_keys=keys, author_keys=frozenset({log.author.public_key})), Genesis())
+    price = blake2_256(b"price")
+    log.signed(subscriber, "extrinsics", "para:3000", SetSubscriptions(((1000, (price,)),)).encode())
+    log.block()
+    log.publish(1000, publisher, [(price, b"42", 0)])
+    log.block()
+    slot = ("upward", "1000")
+    seqno = log.seqnos.get((*slot, publisher.public_key), 0) + 1
+    log.seqnos[(*slot, publisher.public_key)] = seqno
+    never_sent = InputRecord(*slot, log.positions[slot], publisher.sign(
+        Topic(realm, *slot), seqno, encode_versioned_xcm(Xcm((Publish(price, b"43", 0),)))).encode())
+    log.hostile(*slot, _forged(never_sent))
+    log.positions[slot] = never_sent.position + 1
+    log.since_block[slot] = never_sent.position
+    log.block()
+    for _ in range(3):
+        log.block()
+    log.signed(log.author, "blocks", "author", VoidOrder(3, ((*slot, never_sent.position, never_sent.position),)).encode())
+    log.publish(1000, publisher, [(price, b"44", 0)])
     log.block()
     return log.lines

@@ -10,13 +10,14 @@ last committed batches ended.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,10 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from producers.topics import TopicError, admin_client, ensure_realm_topics, is_serving
+from pubsub_core.stages.stall import WaitingStatus
 from state.native import build_name
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable
+from streaming.operators import parse_waiting
 from streaming.paths import runtime_dir
 from streaming.pipeline import (
     load_protocol_config,
@@ -41,7 +44,21 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 __all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "add_job_arguments", "disk_full", "ensure_outputs",
-           "finish_batches", "main", "new_progress", "ran", "run_job", "settings_from_args"]
+           "finish_batches", "main", "new_progress", "ran", "run_job", "settings_from_args", "RealmWaits"]
+
+_LOG = logging.getLogger("streaming.job")
+"""The driver's log: a realm that stalls (WARNING) and moves again (INFO), on stderr unless the application
+configures the logger itself."""
+
+
+def _log_to_stderr() -> None:
+    """Give the driver's log a stderr handler (``LEVEL message``) unless it, or the root logger, has one."""
+    if _LOG.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    _LOG.addHandler(handler)
+    _LOG.setLevel(logging.INFO)
 
 STOP_GRACE_SECONDS = 10.0
 """How long a stop waits for each query's batch in flight to commit before it interrupts the batch (which a restart
@@ -62,12 +79,19 @@ class BatchReport:
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase of the batch as Spark's progress names them (``durationMs``: latestOffset,
     queryPlanning, addBatch, walCommit, commitOffsets, ...), and ``stateCommit`` (its state stores' commit)."""
+    waiting: dict[str, WaitingStatus | None] = field(default_factory=dict)
+    """Per realm Stage R ran for in this batch: its first waiting block after the batch (None: no block waits)."""
+    waiting_seconds: dict[str, float] = field(default_factory=dict)
+    """Per realm with a waiting block: for how long the driver has seen that block waiting (its clock)."""
 
     def line(self) -> str:
         out = " ".join(f"{kind} {n}" for kind, n in self.records_out.items() if n) or "nothing"
         text = f"{self.query} batch {self.batch}: {self.rows_in} rows in -> {out}"
         if self.heights:
             text += " | relay height " + ", ".join(f"{realm} {n}" for realm, n in sorted(self.heights.items()))
+        for realm, status in sorted(self.waiting.items()):
+            if status is not None:
+                text += f" | {realm} {status.line()} for {self.waiting_seconds.get(realm, 0.0):.0f}s"
         if self.lag is not None:
             text += f" | lag {self.lag}"
         slow = sorted(((s, name) for name, s in self.phases.items() if s >= SHOWN_PHASE_SECONDS), reverse=True)
@@ -90,11 +114,14 @@ class JobSummary:
     records_out: dict[str, int] = field(default_factory=dict)
     heights: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    waiting: dict[str, WaitingStatus] = field(default_factory=dict)
+    """Per realm whose Stage R has a waiting block: the latest status the job saw (the metrics read it)."""
 
 
 def _report(query: str, progress: dict[str, Any]) -> BatchReport:
     observed = (progress["observedMetrics"] or {}).get(query) if "observedMetrics" in progress else None
     metrics: dict[str, Any] = observed.asDict() if hasattr(observed, "asDict") else dict(observed or {})
+    waiting = dict(parse_waiting(str(key)) for key in metrics.pop("waiting", None) or [])
     heights: dict[str, int] = {}
     for entry in metrics.pop("heights", None) or []:
         realm, _, number = str(entry).rpartition(":")
@@ -109,7 +136,7 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
         phases["stateCommit"] = sum(commits) / 1000
     return BatchReport(query, int(progress["batchId"]), int(progress["numInputRows"]),
                        {k: int(v) for k, v in metrics.items()}, heights, max(lags) if lags else None, duration,
-                       phases)
+                       phases, waiting)
 
 
 def ensure_outputs(settings: Settings, realms: Sequence[str], admin: AdminClient | None = None) -> None:
@@ -129,11 +156,12 @@ class _Follower:
         self.summary = summary
         self.on_batch = on_batch
         self.seen: dict[str, int] = {}
+        self.waits = RealmWaits()
 
     def poll(self, query: StreamingQuery, name: str, every_batch: bool) -> None:
         for progress in new_progress(query, self.seen.get(name, -1)):
             self.seen[name] = progress["batchId"]
-            report = _report(name, progress)
+            report = self.waits.seen(_report(name, progress), self.summary)
             if not (report.rows_in or every_batch):
                 continue
             self.summary.batches += 1
@@ -144,6 +172,38 @@ class _Follower:
                 self.summary.heights[realm] = max(self.summary.heights.get(realm, 0), n)
             if self.on_batch:
                 self.on_batch(report)
+
+
+class RealmWaits:
+    """Since when (the driver's clock) each realm's first waiting block has waited, and the log lines of a realm
+    that stalls and resumes: a WARNING when Stage R declares it stalled, another for each new block it waits on
+    while stalled, an INFO when it moves again."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.since: dict[str, tuple[str, float]] = {}
+        """realm -> (the waiting block's record, when the driver first saw it waiting)."""
+        self.warned: dict[str, str] = {}
+
+    def seen(self, report: BatchReport, summary: JobSummary) -> BatchReport:
+        """``report`` with how long each realm's block has waited; updates ``summary.waiting``; logs."""
+        now = self.clock()
+        seconds: dict[str, float] = {}
+        for realm, status in report.waiting.items():
+            if status is None:
+                summary.waiting.pop(realm, None)
+                self.since.pop(realm, None)
+                if self.warned.pop(realm, None) is not None:
+                    _LOG.info("realm %s moves again (relay height %s)", realm, report.heights.get(realm, "?"))
+                continue
+            summary.waiting[realm] = status
+            if self.since.get(realm, ("", 0.0))[0] != status.block_record:
+                self.since[realm] = (status.block_record, now)
+            seconds[realm] = now - self.since[realm][1]
+            if status.stalled and self.warned.get(realm) != status.block_record:
+                self.warned[realm] = status.block_record
+                _LOG.warning("realm %s %s (see docs/operations.md, \"A stalled realm\")", realm, status.line())
+        return replace(report, waiting_seconds=seconds) if seconds else report
 
 
 def ran(progress: Any) -> bool:
@@ -182,6 +242,7 @@ def run_job(
     ``run_seconds``. The Kafka cluster is the configured one (`pubsub job` starts the embedded broker when none is)."""
     from streaming.spark_session import build_spark
 
+    _log_to_stderr()
     require_kafka(settings)
     admin = admin_client(settings)  # one connection for the job's topic scans
     realms = _realms_now(settings, admin)

@@ -17,11 +17,13 @@ together; Spark gets the batch's ``BatchSummary``.
 from __future__ import annotations
 
 import cProfile
+import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from pubsub_core.relay import canonical_json
 from pubsub_core.stages import (
     OutputRecord,
     RelayStage,
@@ -32,6 +34,7 @@ from pubsub_core.stages import (
     ingest_record,
 )
 from pubsub_core.stages.seam import SeamRecordError, decode_view, encode_view
+from pubsub_core.stages.stall import WaitingStatus
 from pubsub_core.stages.subscriber_stage import ViewConflictError
 from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 
@@ -41,10 +44,12 @@ from state.spark import SparkStateBackend
 __all__ = [
     "BatchSummary",
     "KafkaRow",
+    "WAITING",
     "OutRow",
     "Writer",
     "feed_order",
     "page_backend",
+    "parse_waiting",
     "relay_chunks",
     "relay_frames",
     "relay_rows",
@@ -53,6 +58,7 @@ __all__ = [
     "subscriber_chunks",
     "subscriber_frames",
     "subscriber_rows",
+    "waiting_key",
 ]
 
 NAMESPACE_PAGES = 16
@@ -230,13 +236,20 @@ def _kafka_rows(frames: Iterator[Any]) -> list[KafkaRow]:
     ]
 
 
+WAITING = "waiting"
+"""The summary row kind (topic ``<realm>.waiting``, never a Kafka topic) of Stage R's waiting status after a batch:
+key ``{"realm": R, "waiting": WaitingStatus JSON or null}``, records the blocks queued behind the first one."""
+
+
 @dataclass
 class BatchSummary:
-    """What a stage wrote in a micro-batch, handed to Spark in the records' place: records per topic, and each
-    seal's height (the job's progress line and its ``heights`` metric)."""
+    """What a stage wrote in a micro-batch, handed to Spark in the records' place: records per topic, each
+    seal's height (the job's progress line and its ``heights`` metric), and Stage R's first waiting block after
+    the batch (``waiting``: realm -> status, None when no block waits)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     seals: list[tuple[str, str]] = field(default_factory=list)
+    waiting: dict[str, WaitingStatus | None] = field(default_factory=dict)
 
     def add(self, rows: Iterable[OutRow]) -> None:
         """Count ``rows`` in (written records)."""
@@ -252,8 +265,22 @@ class BatchSummary:
         import pandas as pd
 
         rows = [(name, None, n) for name, n in sorted(self.counts.items())] + [(t, k, 1) for t, k in self.seals]
+        rows += [(f"{realm}.{WAITING}", waiting_key(realm, status), 0 if status is None else status.later_blocks)
+                 for realm, status in sorted(self.waiting.items())]
         return pd.DataFrame({"topic": [t for t, _, _ in rows], "key": [k for _, k, _ in rows],
                              "records": pd.Series([n for _, _, n in rows], dtype="int64")})
+
+
+def waiting_key(realm: str, status: WaitingStatus | None) -> str:
+    """The key of a ``waiting`` summary row (``parse_waiting`` reads it back)."""
+    return canonical_json({"realm": realm, "waiting": None if status is None else status.to_json()})
+
+
+def parse_waiting(key: str) -> tuple[str, WaitingStatus | None]:
+    """(realm, status) of a ``waiting`` summary row's key."""
+    body = json.loads(key)
+    waiting = body["waiting"]
+    return str(body["realm"]), None if waiting is None else WaitingStatus.from_json(waiting)
 
 
 class Writer(Protocol):
@@ -269,9 +296,11 @@ PROFILE_ENV = "PUBSUB_OPERATOR_PROFILE"
 cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, for benchmarks/pipeline_bench)."""
 
 
-def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend, writer: Writer) -> Iterator[Any]:
+def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend, writer: Writer,
+            waiting: Callable[[], dict[str, WaitingStatus | None]] | None = None) -> Iterator[Any]:
     """Each chunk written as soon as it is made, then the batch's state pages (one MapState call per changed
-    page), every record delivered, and the batch's summary; with ``PROFILE_ENV``, under cProfile."""
+    page), every record delivered, and the batch's summary (with ``waiting()``, Stage R's waiting status after
+    the batch); with ``PROFILE_ENV``, under cProfile."""
     folder = os.environ.get(PROFILE_ENV)
     profile = cProfile.Profile() if folder else None
     if profile is not None:
@@ -280,6 +309,8 @@ def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBacken
     for chunk in chunks:
         writer.write(chunk)
         summary.add(chunk)
+    if waiting is not None:
+        summary.waiting = waiting()
     backend.flush()
     writer.flush()
     if profile is not None and folder:
@@ -287,7 +318,7 @@ def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBacken
         os.makedirs(folder, exist_ok=True)
         count = len([f for f in os.listdir(folder) if f.startswith(f"{name}-{os.getpid()}-")])
         profile.dump_stats(os.path.join(folder, f"{name}-{os.getpid()}-{count}.prof"))
-    if summary.counts or summary.seals:
+    if summary.counts or summary.seals or summary.waiting:
         yield summary.frame()
 
 
@@ -324,7 +355,8 @@ def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: Simulato
     ``writer``: the batch's summary."""
     backend = page_backend(pages)
     chunks = relay_chunks(realm, _kafka_rows(frames), backend, config, seam_key)
-    yield from _frames("relay", seam_last(chunks), backend, writer)
+    yield from _frames("relay", seam_last(chunks), backend, writer,
+                       lambda: {realm: RelayStage(realm, config, backend).waiting()})
 
 
 def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,

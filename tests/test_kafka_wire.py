@@ -91,7 +91,7 @@ def test_a_line_that_is_not_utf8_is_refused_and_numbered_with_the_unparsable_one
 def test_input_topics_keep_everything_and_have_one_partition() -> None:
     specs = {spec.name: spec for spec in realm_topic_specs("r", partitions=3)}
     assert list(specs) == ["r.genesis", "r.upward", "r.horizontal", "r.extrinsics", "r.blocks", "r.author-state",
-                           "r.updates", "r.events", "r.rejected", "r.pov", "r.seals", "r.relay-views"]
+                           "r.updates", "r.events", "r.rejected", "r.pov", "r.seals", "r.health", "r.relay-views"]
     for name in ("r.genesis", "r.blocks"):
         assert specs[name].partitions == 1 and specs[name].config["retention.ms"] == "-1"
     assert specs["r.updates"].partitions == 3 and "retention.ms" not in specs["r.updates"].config

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from cli.commands import author_void
 from cli.commands.common import add_kafka_arguments, console, settings_from
 from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
 from pubsub_core.envelope import Signer
@@ -34,9 +35,10 @@ def register(subparsers: Any) -> None:
             "stdout; Ctrl-C stops after the current block."
         ),
         epilog="Key handling, fencing and resume: docs/operations.md, 'The block author'.",
+        allow_abbrev=False,  # `pubsub author void --block N`: not an abbreviation of --block-time or --blocks
     )
     add_kafka_arguments(parser)
-    parser.add_argument("--realm", required=True, metavar="NAME", help="the realm whose blocks to write")
+    parser.add_argument("--realm", metavar="NAME", help="the realm whose blocks to write (required)")
     parser.add_argument("--block-time", type=float, default=6.0, metavar="SECONDS", help="time between blocks (default: 6)")
     parser.add_argument("--key-file", type=Path, metavar="FILE",
                         help=f"file holding the author's 32-byte ed25519 seed as hex (default: ${KEY_ENV})")
@@ -66,6 +68,7 @@ def register(subparsers: Any) -> None:
     stop.add_argument("--once", action="store_true", help="write a single block, then exit")
     stop.add_argument("--blocks", type=int, metavar="N", help="stop after N blocks")
     parser.set_defaults(func=run)
+    author_void.register(parser.add_subparsers(title="commands", metavar="{void}"), KEY_ENV)
 
 
 def read_key(realm: str, key_file: Path | None) -> Signer:
@@ -83,6 +86,9 @@ def read_key(realm: str, key_file: Path | None) -> Signer:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.realm is None:
+        console.print("[red]pubsub author: --realm is required.[/]")
+        return 2
     if args.block_time < 0 or (args.blocks is not None and args.blocks < 1):
         console.print("[red]--block-time cannot be negative and --blocks must be at least 1.[/]")
         return 2

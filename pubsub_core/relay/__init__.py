@@ -26,6 +26,7 @@ from pubsub_core.relay.records import (
     canonical_json,
     event_record,
 )
+from pubsub_core.relay.void import MAX_VOID_POSITIONS, VoidDecodeError, VoidOrder, is_void
 from pubsub_core.relay.router import (
     DispatchReport,
     MessageRouter,
@@ -35,6 +36,10 @@ from pubsub_core.relay.router import (
 
 __all__ = [
     "BROADCASTER",
+    "MAX_VOID_POSITIONS",
+    "VoidDecodeError",
+    "VoidOrder",
+    "is_void",
     "BadOrigin",
     "BlockHeader",
     "BlockOrderError",

@@ -46,6 +46,7 @@ from pubsub_core.relay.records import (
     event_record,
 )
 from pubsub_core.relay.router import DispatchReport, MessageRouter
+from pubsub_core.relay.void import VoidOrder, is_void
 from pubsub_core.trie import RelayTries, StateNodeStore
 from pubsub_core.xcm.barriers import (
     AllowPublishFrom,
@@ -249,17 +250,19 @@ class RelayMachine:
         txn.commit()
 
     # -- block headers ---------------------------------------------------------------------------
-    def admit_header(self, backend: StateBackend, record: InputRecord) -> BlockHeader | RecordOutcome:
-        """Open a ``blocks`` record: an envelope from ``author`` carrying a SCALE ``BlockHeader``.
+    def admit_header(self, backend: StateBackend, record: InputRecord) -> BlockHeader | VoidOrder | RecordOutcome:
+        """Open a ``blocks`` record: an envelope from ``author`` carrying a SCALE ``BlockHeader`` or a
+        ``VoidOrder`` (``pubsub_core.relay.void``).
 
-        Returns the header, or the record's outcome (rejected or ignored, under the last applied block's
+        Returns the header or order, or the record's outcome (rejected or ignored, under the last applied block's
         number) when admission refuses it; commits only the author's seqno watermark.
         """
         txn = StateTransaction(backend)
         result = self.admission.admit(txn, record.stream, record.origin, record.value, RateCounter(), _validate_header)
         txn.commit()
         if result.verdict is Verdict.ACCEPT and result.envelope is not None:
-            return BlockHeader.decode(result.envelope.data)
+            data = result.envelope.data
+            return VoidOrder.decode(data) if is_void(data) else BlockHeader.decode(data)
         head = StateTransaction(backend).get(_HEAD, b"")
         number = 0 if head is None else int.from_bytes(head[:4], "little")
         status = Status.IGNORED if result.verdict is Verdict.IGNORE else Status.REJECTED
@@ -319,7 +322,10 @@ class RelayMachine:
         for record in block.records:
             grouped.setdefault(record.stream, {}).setdefault(record.origin, []).append(record)
         last = block.header.last_included()
-        keys = sorted(set(last) | {(s, o) for s, origins in grouped.items() for o in origins})
+        voided: dict[tuple[str, str], set[int]] = {}
+        for stream, origin, position in block.voided:
+            voided.setdefault((stream, origin), set()).add(position)
+        keys = sorted(set(last) | {(s, o) for s, origins in grouped.items() for o in origins} | set(voided))
         txn.prefetch(_INCLUDED, [_included_key(s, o) for s, o in keys])
         for stream, origin in keys:
             records = sorted(grouped.get(stream, {}).get(origin, []), key=lambda r: r.position)
@@ -328,10 +334,16 @@ class RelayMachine:
             upto = last.get((stream, origin), previous)
             expected = range(previous + 1, upto + 1)  # not a list: a hostile manifest may name position 2**64-1
             got = [r.position for r in records]
-            if stream not in STREAMS or max(upto - previous, 0) != len(got) or got != list(expected):
+            void = voided.get((stream, origin), set())
+            # the positions the block fills: its range less the voided ones, which must lie in it (then the range
+            # is at most len(got) + len(void) long, so it is listed only once that holds)
+            if (stream not in STREAMS or any(p not in expected for p in void)
+                    or max(upto - previous, 0) != len(got) + len(void)
+                    or got != [p for p in expected if p not in void]):
                 raise ManifestMismatch(block.header.number, stream, origin, list(expected[:64]), got)
             if records:
                 grouped[stream][origin] = records
+            if records or void:
                 txn.put(_INCLUDED, _included_key(stream, origin), (upto + 1).to_bytes(8, "little"))
         return grouped
 
@@ -493,8 +505,11 @@ def _included_key(stream: str, origin: str) -> bytes:
 
 
 def _validate_header(envelope: Envelope, origin: Origin) -> None:
-    """Custom validation of a ``blocks`` record: it carries a decodable header."""
-    BlockHeader.decode(envelope.data)
+    """Custom validation of a ``blocks`` record: it carries a decodable header or void order."""
+    if is_void(envelope.data):
+        VoidOrder.decode(envelope.data)
+    else:
+        BlockHeader.decode(envelope.data)
 
 
 def _no_validation(envelope: Envelope, origin: Origin) -> None:

@@ -174,10 +174,12 @@ class BlockHeader:
 
 @dataclass(frozen=True, slots=True)
 class RelayBlock:
-    """A header plus the records its manifest includes."""
+    """A header plus the records its manifest includes; ``voided`` are the (stream, origin, position) of its range
+    that a void order filled with nothing (``pubsub_core.relay.void``)."""
 
     header: BlockHeader
     records: tuple[InputRecord, ...]
+    voided: tuple[tuple[str, str, int], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {"header": self.header.to_json(), "records": [r.to_json() for r in self.records]}

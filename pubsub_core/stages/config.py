@@ -63,6 +63,11 @@ class Seam(Enum):
     FULL = "full"
 
 
+_INTEGERS = ("max_publish_instructions", "idle_weight", "max_held_before_genesis", "stall_after_blocks",
+             "max_held_records", "max_held_bytes")
+"""The top-level settings that take an integer."""
+
+
 @dataclass(frozen=True)
 class SimulatorConfig:
     """Settings shared by every realm of a run; a realm's key registry comes from its ``genesis`` record.
@@ -73,6 +78,11 @@ class SimulatorConfig:
     the topic being trusted. ``max_held_before_genesis`` caps the records a realm holds while it waits for its
     genesis (``GenesisBacklogFull`` beyond it). See docs/threat-model.md. ``seam`` is Stage R's relay-view
     format (``Seam``); the outputs are the same either way.
+
+    A realm is stalled once its first waiting block still misses records when ``stall_after_blocks`` later blocks
+    are queued behind it (a ``Stalled`` record on ``<realm>.health``); while it is, Stage R holds at most
+    ``max_held_records`` records and blocks and ``max_held_bytes`` of their envelopes, refusing what comes past
+    that (``StalledBufferFull``). See docs/operations.md, "A stalled realm".
     """
 
     default_realm: str = "polkadot"
@@ -85,10 +95,16 @@ class SimulatorConfig:
     trusted_genesis: dict[str, bytes] = field(default_factory=dict)
     max_held_before_genesis: int = 10_000
     seam: Seam = Seam.DELTA
+    stall_after_blocks: int = 3
+    max_held_records: int = 100_000
+    max_held_bytes: int = 256 << 20
 
     def __post_init__(self) -> None:
-        if self.max_held_before_genesis < 0:
-            raise ConfigError("max_held_before_genesis", "cannot be negative")
+        for name in ("max_held_before_genesis", "max_held_records", "max_held_bytes"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, "cannot be negative")
+        if self.stall_after_blocks < 1:
+            raise ConfigError("stall_after_blocks", "is at least 1")
 
     def relay_config(self, realm: str, registry: KeyRegistry) -> RelayConfig:
         """The block machine's config for ``realm``: envelopes must be signed for that realm."""
@@ -104,7 +120,8 @@ class SimulatorConfig:
     def from_json(cls, body: object) -> SimulatorConfig:
         """From ``{"default_realm": ..., "broadcaster": {...}, "admission": {...}, "router": {...},
         "subscriber": {...}, "max_publish_instructions": n, "idle_weight": n, "trusted_genesis": {"<realm>":
-        "0x<digest>"}, "max_held_before_genesis": n, "seam": "delta" | "full"}``; every key optional."""
+        "0x<digest>"}, "max_held_before_genesis": n, "seam": "delta" | "full", "stall_after_blocks": n,
+        "max_held_records": n, "max_held_bytes": n}``; every key optional."""
         if not isinstance(body, Mapping):
             raise ConfigError("", "the configuration is a JSON object")
         sections = {"broadcaster": BroadcasterConfig, "admission": AdmissionConfig, "router": RouterConfig,
@@ -115,7 +132,7 @@ class SimulatorConfig:
                 values[name] = _build(name, sections[name], value)
             elif name == "default_realm" and isinstance(value, str):
                 values[name] = value
-            elif name in ("max_publish_instructions", "idle_weight", "max_held_before_genesis") and isinstance(value, int):
+            elif name in _INTEGERS and isinstance(value, int):
                 values[name] = value
             elif name == "seam":
                 choices = [member.value for member in Seam]

@@ -22,7 +22,8 @@ from typing import Final
 from state import MemoryBackend, StateBackend, StateTransaction
 
 from pubsub_core.codec.memo import DecodeMemo
-from pubsub_core.envelope import Unauthenticated
+from pubsub_core.envelope import Envelope, Unauthenticated
+from pubsub_core.envelope.errors import EnvelopeDecodeError
 from pubsub_core.relay import (
     BlockHeader,
     BlockResult,
@@ -36,6 +37,7 @@ from pubsub_core.relay import (
     canonical_json,
 )
 from pubsub_core.relay.machine import relay_tries
+from pubsub_core.relay.void import VoidOrder, is_void
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
 from pubsub_core.subscriber.calls import (
@@ -46,6 +48,7 @@ from pubsub_core.subscriber.calls import (
 )
 from pubsub_core.stages.config import Seam, SimulatorConfig
 from pubsub_core.stages.ingest import short
+from pubsub_core.stages import stall
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import (
     INPUT_STREAMS,
@@ -158,13 +161,16 @@ class RelayStage:
         book = _Book(StateTransaction(self.backend))
         out = [self._refusal(log, "rejected", "NoGenesis", "the realm's genesis never arrived")
                for log in book.release(self.realm)]
-        while (waiting := book.first_waiting()) is not None:
-            log_id, key, record, header = waiting
-            missing = self._missing(book, header)
+        while (entry := book.first_waiting()) is not None:
+            book.pop_waiting(entry)
+            if entry.order is not None:
+                out.append(self._void_refusal(entry, "VoidNotWaiting", f"block {entry.order.block} never waited"))
+                continue
+            assert entry.header is not None
+            missing = self._missing(book, entry.header, self._voids(book, entry.header)[0])
             detail = f"never received {missing[0]}" if missing else "an earlier block never got its records"
-            out.append(self._outcome(f"block/{log_id}", key, SimOutcome(
-                header.number, record.record_id, "rejected", "MissingRecords", detail)))
-            book.pop_waiting()
+            out.append(self._outcome(f"block/{entry.log_id}", entry.key, SimOutcome(
+                entry.header.number, entry.record.record_id, "rejected", "MissingRecords", detail)))
         for record in book.buffered():
             out.append(self._outcome(f"outcome/{record.record_id}", record.origin, SimOutcome(
                 None, record.record_id, "rejected", "NeverIncluded", "no block included this record")))
@@ -233,6 +239,7 @@ class RelayStage:
         machine = self._make(genesis)
         machine.initialize(self.backend, genesis.genesis)
         book.set_genesis(genesis)
+        book.start_held_size()
         self._machine = machine
         return machine
 
@@ -240,6 +247,9 @@ class RelayStage:
         """A record or block of a realm that has its genesis: its refusal, or the blocks it made ready."""
         record = log.value
         assert isinstance(record, InputRecord)  # a genesis record never gets here
+        full = self._hold_full(book, record)
+        if full is not None:
+            return [self._refusal(log, "rejected", "StalledBufferFull", full)], []
         if record.stream == "blocks":
             admitted = machine.admit_header(self.backend, record)
             if isinstance(admitted, RecordOutcome):  # refused on arrival: no block number (that would depend
@@ -252,7 +262,86 @@ class RelayStage:
                 return [refused], []
             if self._awaited is not None and self._awaited != record.record_id:
                 return [], []
-        return [], self._ready_blocks(book)
+        steps = self._ready_blocks(book)
+        return self._health(book), steps
+
+    # -- stalls ------------------------------------------------------------------------------------------
+    def _hold_full(self, book: _Book, record: InputRecord) -> str | None:
+        """While the realm is stalled, why ``record`` (not a void order) cannot be held: what Stage R holds is
+        at ``max_held_records`` or would pass ``max_held_bytes``. Checked before anything else, so the record
+        spends no seqno and can be produced again, unchanged, once the realm moves. None: it may be held."""
+        if book.stall() is None or _is_void_record(record):
+            return None
+        count, size = book.held_size()
+        config = self.config
+        if count + 1 > config.max_held_records or size + len(record.value) > config.max_held_bytes:
+            return (f"the realm is stalled and Stage R holds {count} records and blocks, {size} bytes (limits "
+                    f"{config.max_held_records}, {config.max_held_bytes})")
+        return None
+
+    def _health(self, book: _Book) -> list[OutputRecord]:
+        """The health records of a change of the waiting queue: ``Resumed`` when the block declared stalled left
+        it; ``Stalled`` when the first waiting block still misses records with ``stall_after_blocks`` blocks
+        queued behind it (once per block)."""
+        out: list[OutputRecord] = []
+        declared = book.stall()
+        head = book.first_waiting()
+        if declared is not None and (head is None or head.log_id != declared[0]):
+            out.append(stall.resumed(self.realm, declared[1], declared[0]))
+            book.set_stall(None)
+            declared = None
+        if declared is None and head is not None and head.header is not None \
+                and book.blocks_waiting() > self.config.stall_after_blocks:
+            header = head.header
+            if self._missing(book, header, self._voids(book, header)[0]):
+                ranges = stall.awaits(header, {(s, o): book.included(s, o) for s, o, _ in header.manifest})
+                out.append(stall.stalled(self.realm, header.number, head.log_id, self.config.stall_after_blocks,
+                                         ranges))
+                book.set_stall((head.log_id, header.number))
+        return out
+
+    def _voids(self, book: _Book, header: BlockHeader) -> tuple[dict[tuple[str, str, int], str], list[_Entry],
+                                                                 list[tuple[_Entry, str]]]:
+        """The void orders queued for the first waiting block ``header``: the positions they void (each with its
+        order's log id), the orders that apply, and those that cannot (with why: a range outside what the block
+        still has to fill). Reads the state only."""
+        voids: dict[tuple[str, str, int], str] = {}
+        valid: list[_Entry] = []
+        invalid: list[tuple[_Entry, str]] = []
+        last = header.last_included()
+        for entry in book.queued_voids(header.number):
+            assert entry.order is not None
+            for stream, origin, first, upto in entry.order.ranges:
+                end = last.get((stream, origin))
+                included = book.included(stream, origin)
+                if end is None or first <= included or upto > end:
+                    scope = "names none" if end is None else f"still fills {included + 1}..{end}"
+                    invalid.append((entry, f"{stream}/{origin}/{first}..{upto}: block {header.number} {scope}"))
+                    break
+            else:
+                valid.append(entry)
+                for position in entry.order.positions():
+                    voids.setdefault(position, entry.log_id)
+        return voids, valid, invalid
+
+    def _void_refusal(self, entry: _Entry, reason: str, detail: str) -> OutputRecord:
+        return self._outcome(f"block/{entry.log_id}", entry.key,
+                             SimOutcome(None, entry.record.record_id, "rejected", reason, detail))
+
+    def waiting(self, shown: int = 4) -> stall.WaitingStatus | None:
+        """The first waiting block as the job shows it live (``shown`` missing positions at most), or None when
+        no block waits. Writes nothing but the count of what is held, when a state from before it lacks it."""
+        book = _Book(StateTransaction(self.backend))
+        head = book.first_waiting()
+        if head is None or head.header is None:
+            book.txn.rollback()
+            return None
+        missing = self._missing(book, head.header, self._voids(book, head.header)[0], shown)
+        count, size = book.held_size()
+        status = stall.WaitingStatus(head.header.number, head.log_id, book.blocks_waiting() - 1, tuple(missing),
+                                     book.stall() is not None, count, size)
+        book.txn.commit()
+        return status
 
     def _record(self, book: _Book, machine: RelayMachine, log: LogRecord, record: InputRecord) -> OutputRecord | None:
         """Buffer an authentic record at its position, or refuse it: not authentic (admission's ``Malformed``,
@@ -279,51 +368,85 @@ class RelayStage:
         return None
 
     # -- blocks -------------------------------------------------------------------------------------
-    def _missing(self, book: _Book, header: BlockHeader) -> list[str]:
-        """The first record id the block includes that has not arrived yet (none: an empty list). Stopping at
-        the first bounds the work by the records buffered, whatever position a manifest names (2**64-1)."""
+    def _missing(self, book: _Book, header: BlockHeader, voids: Collection[tuple[str, str, int]] = (),
+                 limit: int = 1) -> list[str]:
+        """The first record ids (``limit`` at most) the block includes that have not arrived yet and are not
+        ``voids`` (none: an empty list). Stopping there bounds the work by the records buffered and the positions
+        voided, whatever position a manifest names (2**64-1)."""
+        missing: list[str] = []
         for stream, origin, last in header.manifest:
             if stream not in INPUT_STREAMS:
                 continue
             first = book.included(stream, origin) + 1
             for position in range(first, last + 1):
-                if not book.has_buffered(stream, origin, position):
-                    return [f"{stream}/{origin}/{position}"]
-        return []
+                if not book.has_buffered(stream, origin, position) and (stream, origin, position) not in voids:
+                    missing.append(f"{stream}/{origin}/{position}")
+                    if len(missing) >= limit:
+                        return missing
+        return missing
 
     def _ready_blocks(self, book: _Book) -> list[RelayStep]:
-        """Apply queued blocks, in arrival order, while the head of the queue has all its records; remember
-        the record the head still misses (``_awaited``)."""
+        """Apply queued blocks, in arrival order, while the head of the queue has all its records (or void
+        orders queued behind it void them); remember the record the head still misses (``_awaited``). A void
+        order that reaches the head of the queue found no waiting block to void: it is refused."""
         steps: list[RelayStep] = []
         self._awaited = None
-        while (waiting := book.first_waiting()) is not None:
-            missing = self._missing(book, waiting[3])
+        while (entry := book.first_waiting()) is not None:
+            if entry.order is not None:
+                book.pop_waiting(entry)
+                refusal = self._void_refusal(entry, "VoidNotWaiting",
+                                             f"block {entry.order.block} was not waiting when its turn came")
+                steps.append(RelayStep(entry.order.block, (refusal,), ()))
+                continue
+            assert entry.header is not None
+            voids, valid, invalid = self._voids(book, entry.header)
+            for void, why in invalid:
+                book.pop_waiting(void)
+                steps.append(RelayStep(entry.header.number, (self._void_refusal(void, "VoidOutOfRange", why),), ()))
+            missing = self._missing(book, entry.header, voids)
             if missing:
                 self._awaited = missing[0]
                 break
-            book.pop_waiting()
-            steps.append(self._apply(book, *waiting))
+            book.pop_waiting(entry)
+            for void in valid:
+                book.pop_waiting(void)
+            steps.append(self._apply(book, entry, voids, valid))
         return steps
 
-    def _apply(self, book: _Book, log_id: str, key: str, block: InputRecord, header: BlockHeader) -> RelayStep:
-        """Apply one block with the records its manifest includes; a block the machine refuses leaves them
-        buffered for a later block."""
+    def _apply(self, book: _Book, entry: _Entry, voids: dict[tuple[str, str, int], str],
+               orders: list[_Entry]) -> RelayStep:
+        """Apply one block with the records its manifest includes, less the positions void ``orders`` voided
+        (``voids``: a record that arrived at one is dropped, the order wins); a block the machine refuses leaves
+        the records buffered for a later block."""
         machine = self._machine_for(book)
-        assert machine is not None  # a block is queued only once the realm has its genesis
+        assert machine is not None and entry.header is not None  # a block is queued only once the realm has its genesis
+        header = entry.header
         records: list[InputRecord] = []
+        dropped: list[InputRecord] = []
         for stream, origin, last in header.manifest:
             first = book.included(stream, origin) + 1
-            records += [r for p in range(first, last + 1) if (r := book.buffered_at(stream, origin, p)) is not None]
+            for p in range(first, last + 1):
+                if (r := book.buffered_at(stream, origin, p)) is not None:
+                    (dropped if (stream, origin, p) in voids else records).append(r)
         try:
-            result = machine.apply_block(self.backend, RelayBlock(header, tuple(records)))
+            result = machine.apply_block(self.backend, RelayBlock(header, tuple(records), tuple(sorted(voids))))
         except RelayError as exc:
-            rejection = self._outcome(f"block/{log_id}", key, SimOutcome(
-                header.number, block.record_id, "rejected", type(exc).__name__, str(exc)))
-            return RelayStep(header.number, (rejection,), ())
-        for record in records:
+            rejection = self._outcome(f"block/{entry.log_id}", entry.key, SimOutcome(
+                header.number, entry.record.record_id, "rejected", type(exc).__name__, str(exc)))
+            refused = [self._void_refusal(o, "VoidNotWaiting", f"block {header.number} was refused") for o in orders]
+            return RelayStep(header.number, (rejection, *refused), ())
+        for record in (*records, *dropped):
             book.unbuffer(record)
             book.set_included(record.stream, record.origin, record.position)
-        return self._step(book, header, result, {r.record_id: r.origin for r in records})
+        outcomes = [stall.voided(self.realm, header.number, entry.log_id, o.log_id, o.order.to_json())
+                    for o in orders if o.order is not None]
+        for (stream, origin, position), order in sorted(voids.items()):
+            book.set_included(stream, origin, position)
+            record_id = f"{stream}/{origin}/{position}"
+            outcomes.append(self._outcome(f"outcome/{record_id}", origin, SimOutcome(
+                header.number, record_id, "rejected", "Voided", f"the author's void order {order} voided it")))
+        step = self._step(book, header, result, {r.record_id: r.origin for r in records})
+        return replace(step, outputs=(*outcomes, *step.outputs)) if outcomes else step
 
     def _step(self, book: _Book, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
         """Stage R's output records for an applied block (its seal last) and each subscriber's view of it; the
@@ -382,6 +505,17 @@ proves every subscriber's declaration, which rarely changes (decoding them every
 simulator benchmark's instructions)."""
 
 
+def _is_void_record(record: InputRecord) -> bool:
+    """Whether a ``blocks`` record's envelope carries a void order (unauthenticated: only to let it past the
+    hold's limit, where admission then checks it)."""
+    if record.stream != "blocks":
+        return False
+    try:
+        return is_void(Envelope.decode(record.value).data)
+    except EnvelopeDecodeError:
+        return False
+
+
 def _slot(stream: str, origin: str) -> bytes:
     return stream.encode() + b"\x00" + origin.encode() + b"\x00"
 
@@ -403,6 +537,28 @@ def _buffered_record(stream: str, origin: str, position: int, raw: bytes) -> Inp
     return InputRecord.from_json(json.loads(raw))
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One entry of Stage R's queue: a block (``header``) or a void order (``order``), with its ``blocks`` record,
+    its line's log id and key, and its place in the queue (``slot``)."""
+
+    slot: bytes
+    log_id: str
+    key: str
+    record: InputRecord
+    header: BlockHeader | None
+    order: VoidOrder | None
+
+    @classmethod
+    def parse(cls, slot: bytes, raw: bytes) -> _Entry:
+        body = json.loads(raw)
+        void = body.get("void")
+        order = None if void is None else VoidOrder(int(void["block"]), tuple(
+            (str(s), str(o), int(first), int(last)) for s, o, first, last in void["ranges"]))
+        header = None if "header" not in body else BlockHeader.from_json(body["header"])
+        return cls(slot, str(body["log_id"]), str(body["key"]), InputRecord.from_json(body["record"]), header, order)
+
+
 class _Book:
     """Stage R's bookkeeping in its StateTransaction (namespaces ``simulator.*``, JSON or SCALE values)."""
 
@@ -416,6 +572,9 @@ class _Book:
     SUBSCRIPTIONS: Final = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
     LAST_VIEW: Final = "simulator.LastView"  # u32 BE subscriber -> u64 BE block of its latest view
     SENT_NODES: Final = "simulator.SentNodes"  # u32 BE subscriber -> its latest view's P_n: 32-byte hashes, sorted
+    HELD_SIZE: Final = "simulator.HeldSize"  # u64 LE records and queued blocks ‖ u64 LE their envelopes' bytes
+    STALL: Final = "simulator.Stall"  # {log_id, block} JSON of the waiting block declared stalled
+    VOIDS_QUEUED: Final = "simulator.VoidsQueued"  # u64 LE: how many void orders wait in WAITING
 
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn
@@ -476,9 +635,49 @@ class _Book:
 
     def buffer(self, record: InputRecord) -> None:
         self.txn.put(self.BUFFER, _buffer_key(record.stream, record.origin, record.position), _ENVELOPE + record.value)
+        self._held(1, len(record.value))
 
     def unbuffer(self, record: InputRecord) -> None:
+        """Drop a buffered record (``record`` is one ``buffered_at`` or ``buffered`` returned)."""
         self.txn.delete(self.BUFFER, _buffer_key(record.stream, record.origin, record.position))
+        self._held(-1, -len(record.value))
+
+    def start_held_size(self) -> None:
+        self.txn.set_value(self.HELD_SIZE, bytes(16))
+
+    def _held(self, count: int, size: int) -> None:
+        """Count a record or block in (or out of) what is held; a state from before the count kept finds it
+        again in ``held_size``."""
+        raw = self.txn.get_value(self.HELD_SIZE)
+        if raw is not None:
+            count += int.from_bytes(raw[:8], "little")
+            size += int.from_bytes(raw[8:], "little")
+            self.txn.set_value(self.HELD_SIZE, count.to_bytes(8, "little") + size.to_bytes(8, "little"))
+
+    def held_size(self) -> tuple[int, int]:
+        """Records buffered and blocks queued, and their envelopes' bytes."""
+        raw = self.txn.get_value(self.HELD_SIZE)
+        if raw is None:  # counted once from the state itself, then kept
+            records = [(1, len(raw_value) - 1) for raw_value in self.txn.items(self.BUFFER).values()]
+            blocks = [(1, len(InputRecord.from_json(json.loads(raw_value)["record"]).value))
+                      for raw_value in self.txn.items(self.WAITING).values()]
+            self.start_held_size()
+            self._held(len(records) + len(blocks), sum(size for _, size in (*records, *blocks)))
+            raw = self.txn.get_value(self.HELD_SIZE)
+            assert raw is not None
+        return int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
+
+    def stall(self) -> tuple[str, int] | None:
+        """The waiting block declared stalled: its log id and number."""
+        raw = self.txn.get_value(self.STALL)
+        if raw is None:
+            return None
+        body = json.loads(raw)
+        return str(body["log_id"]), int(body["block"])
+
+    def set_stall(self, declared: tuple[str, int] | None) -> None:
+        value = None if declared is None else canonical_json({"log_id": declared[0], "block": declared[1]}).encode()
+        self.txn.set_value(self.STALL, value)
 
     def buffered(self) -> list[InputRecord]:
         """Every buffered record, by stream, origin and position."""
@@ -488,22 +687,58 @@ class _Book:
             records.append(_buffered_record(stream.decode(), rest[:-9].decode(), int.from_bytes(rest[-8:], "big"), raw))
         return records
 
-    def push_waiting(self, log_id: str, key: str, record: InputRecord, header: BlockHeader) -> None:
+    def _push(self, body: dict[str, object], record: InputRecord) -> None:
         entries = self.txn.items(self.WAITING)
         number = int.from_bytes(max(entries), "big") + 1 if entries else 0
-        body = {"log_id": log_id, "key": key, "record": record.to_json(), "header": header.to_json()}
         self.txn.put(self.WAITING, number.to_bytes(8, "big"), canonical_json(body).encode())
+        self._held(1, len(record.value))
 
-    def first_waiting(self) -> tuple[str, str, InputRecord, BlockHeader] | None:
+    def push_waiting(self, log_id: str, key: str, record: InputRecord, admitted: BlockHeader | VoidOrder) -> None:
+        """Queue a block, or a void order (it waits with the blocks, in the blocks topic's order)."""
+        body: dict[str, object] = {"log_id": log_id, "key": key, "record": record.to_json()}
+        if isinstance(admitted, VoidOrder):
+            body["void"] = {"block": admitted.block, "ranges": [list(r) for r in admitted.ranges]}
+            self._count_voids(1)
+        else:
+            body["header"] = admitted.to_json()
+        self._push(body, record)
+
+    def _count_voids(self, change: int) -> None:
+        count = self.voids_queued() + change
+        self.txn.set_value(self.VOIDS_QUEUED, count.to_bytes(8, "little") if count else None)
+
+    def voids_queued(self) -> int:
+        raw = self.txn.get_value(self.VOIDS_QUEUED)
+        return 0 if raw is None else int.from_bytes(raw, "little")
+
+    def blocks_waiting(self) -> int:
+        return len(self.txn.items(self.WAITING)) - self.voids_queued()
+
+    def first_waiting(self) -> _Entry | None:
         entries = self.txn.items(self.WAITING)
         if not entries:
             return None
-        body = json.loads(entries[min(entries)])
-        return (str(body["log_id"]), str(body["key"]), InputRecord.from_json(body["record"]),
-                BlockHeader.from_json(body["header"]))
+        first = min(entries)
+        return _Entry.parse(first, entries[first])
 
-    def pop_waiting(self) -> None:
-        self.txn.delete(self.WAITING, min(self.txn.items(self.WAITING)))
+    def queued_voids(self, block: int) -> list[_Entry]:
+        """The void orders in the queue that name ``block``, in arrival order."""
+        if not self.voids_queued():
+            return []
+        found = []
+        for slot, raw in sorted(self.txn.items(self.WAITING).items()):
+            if raw.startswith(b'{"key":'):  # canonical JSON: a block's body starts with "header", an order's not
+                entry = _Entry.parse(slot, raw)
+                if entry.order is not None and entry.order.block == block:
+                    found.append(entry)
+        return found
+
+    def pop_waiting(self, entry: _Entry) -> None:
+        """Take ``entry`` (a block or void order ``first_waiting`` or ``queued_voids`` returned) off the queue."""
+        self.txn.delete(self.WAITING, entry.slot)
+        self._held(-1, -len(entry.record.value))
+        if entry.order is not None:
+            self._count_voids(-1)
 
     def subscriptions(self) -> dict[int, dict[int, tuple[bytes, ...]]]:
         """Subscriber -> publisher -> keys, as the subscribers declared them in earlier blocks."""

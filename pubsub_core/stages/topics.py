@@ -1,8 +1,8 @@
 """Topic names of the pipeline, in one place: a realm's input streams, its output kinds, and the seam.
 
 Every topic is ``<realm>.<name>``. Inputs: ``genesis``, ``upward``, ``horizontal``, ``extrinsics``,
-``blocks``; outputs: ``updates``, ``events``, ``rejected``, ``pov``, ``seals``; the Stage R -> Stage S seam:
-``relay-views`` (key: subscriber). docs/pipeline.md documents the records each one carries.
+``blocks``; outputs: ``updates``, ``events``, ``rejected``, ``pov``, ``seals``, ``health``; the Stage R ->
+Stage S seam: ``relay-views`` (key: subscriber). docs/pipeline.md documents the records each one carries.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 INPUTS = ("genesis", "upward", "horizontal", "extrinsics", "blocks")
-OUTPUTS = ("updates", "events", "rejected", "pov", "seals")
+OUTPUTS = ("updates", "events", "rejected", "pov", "seals", "health")
 VIEWS = "relay-views"
 
 _REALM = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*"

@@ -93,18 +93,27 @@ def outputs_by_topic(outputs: list[dict[str, object]]) -> dict[str, list[dict[st
 
 def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
     """Every input line ends in exactly one outcome: applied (in a sealed block and not refused there), or one
-    record on ``rejected``; every block line is sealed or rejected; ``rejected`` holds nothing else."""
+    record on ``rejected``; every block line is sealed or rejected, or is a void order that took effect (its
+    ``Voided`` health record); a voided position has one ``Voided`` outcome and no record of the log applied
+    there; ``rejected`` holds nothing else."""
     parsed = parse_log(lines)
     topics = outputs_by_topic(outputs)
     rejected = {str(o["id"]): o["value"] for o in topics.get("rejected", [])}
     assert len(rejected) == len(topics.get("rejected", [])), "an id repeats on rejected"
-    refused = Counter(str(v["record"]) for i, v in rejected.items() if i.startswith("outcome/"))  # type: ignore[index]
+    voided = {str(v["record"]) for i, v in rejected.items()  # type: ignore[index]
+              if i.startswith("outcome/") and v["reason"] == "Voided"}  # type: ignore[index]
+    refused = Counter(str(v["record"]) for i, v in rejected.items()  # type: ignore[index]
+                      if i.startswith("outcome/") and str(v["record"]) not in voided)  # type: ignore[index]
+    void_orders = {str(o["value"]["void_record"]) for o in topics.get("health", [])  # type: ignore[index]
+                   if o["value"]["kind"] == "Voided"}  # type: ignore[index]
     seals = {int(o["value"]["number"]): o["value"] for o in topics.get("seals", [])}  # type: ignore[index]
-    accounted = set()
+    accounted = {f"outcome/{record_id}" for record_id in voided}
     sealed: dict[int, BlockHeader] = {}
     for log_id, header in parsed.blocks:
         if f"block/{log_id}" in rejected:
             accounted.add(f"block/{log_id}")
+            continue
+        if log_id in void_orders:  # a void order that took effect (a ``Voided`` health record)
             continue
         assert header is not None and header.number in seals and header.number not in sealed, log_id
         sealed[header.number] = header
@@ -121,7 +130,8 @@ def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
                 refused_here += refused[record_id]
             last[(stream, origin)] = max(last.get((stream, origin), -1), upto)
         seal = seals[number]
-        assert seal["applied"] == sum(1 for n in included.values() if n == number) - refused_here  # type: ignore[index]
+        filled = sum(1 for record_id, n in included.items() if n == number and record_id not in voided)
+        assert seal["applied"] == filled - refused_here  # type: ignore[index]
         assert seal["rejected"] + seal["ignored"] == refused_here  # type: ignore[index]
     refused_genesis = {f"ingest/{log_id}" for log_id in parsed.genesis} & set(rejected)
     assert len(parsed.genesis) - len(refused_genesis) <= 1, "a realm took two genesis records"
@@ -132,8 +142,8 @@ def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
     for record_id, log_ids in parsed.log_ids.items():
         first = [log_id for log_id in log_ids if f"ingest/{log_id}" not in rejected]
         accounted |= {f"ingest/{log_id}" for log_id in log_ids if log_id not in first}
-        if not first:  # every copy was refused on arrival: nothing holds the position
-            assert record_id not in included and not refused[record_id], record_id
+        if not first:  # every copy was refused on arrival: nothing holds the position, unless it was voided
+            assert (record_id not in included or record_id in voided) and not refused[record_id], record_id
             continue
         assert len(first) == 1, f"{record_id}: copies without an ingest outcome: {first}"
         assert refused[record_id] <= 1 if record_id in included else refused[record_id] == 1, record_id

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from functools import cache
 
@@ -153,10 +154,17 @@ def test_any_interleaving_of_topics_gives_the_same_outputs_hostile_lines_include
     lines, _ = attacked(stream, "between", seed=2, targets=2)
     lines.insert(5, '{"topic": "polkadot.upward", "key": "2000", "value": {')
     lines.insert(9, canonical_json({"topic": "polkadot.sideways", "key": "x", "value": 1}))
-    baseline = sorted(run(lines))
+    baseline = settled(run(lines))
     for variant in interleavings(lines, random.Random(stream)):
         assert sorted(variant) == sorted(lines)
-        assert sorted(run(variant)) == baseline
+        assert settled(run(variant)) == baseline
+
+
+def settled(outputs: list[str]) -> list[str]:
+    """The outputs, sorted, less the health records of blocks seen waiting (``Stalled``, ``Resumed``): whether a
+    block is seen stalled depends on how far the blocks ran ahead of their records in that reading."""
+    return sorted(line for line in outputs if not re.search(r'"kind":"(?:Stalled|Resumed)"', line)
+                  or not _topic(line).endswith(".health"))
 
 
 def test_records_and_blocks_wait_for_the_genesis_then_apply_as_if_it_came_first() -> None:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from benchmarks.latency_bench import _BATCH
-from streaming.job import BatchReport, _report
+from pubsub_core.stages.stall import WaitingStatus
+from streaming.job import BatchReport, JobSummary, RealmWaits, _report
+from streaming.operators import waiting_key
 
 
 def _progress(duration_ms: dict[str, int], commit_ms: int) -> dict[str, object]:
@@ -25,3 +31,44 @@ def test_the_line_names_the_slow_phases_longest_first() -> None:
 def test_a_fast_batch_shows_no_phases() -> None:
     report = BatchReport("subscribers", 3, 5, {"updates": 2}, {}, 0, 0.3, {"addBatch": 0.09})
     assert report.line() == "subscribers batch 3: 5 rows in -> updates 2 | lag 0 | 0.3s"
+
+
+def _stalled_progress(waiting: list[str]) -> dict[str, object]:
+    progress = _progress({"triggerExecution": 400}, commit_ms=0)
+    progress["observedMetrics"] = {"relay": {"seals": 0, "heights": ["polkadot:2"], "waiting": waiting}}
+    return progress
+
+
+STATUS = WaitingStatus(3, "polkadot.blocks@2", 4, ("upward/1000/1",), True, 5, 1200)
+
+
+def test_a_stalled_realm_is_on_the_line_with_what_it_misses_and_for_how_long(caplog: pytest.LogCaptureFixture) -> None:
+    clock = [100.0]
+    waits = RealmWaits(lambda: clock[0])
+    summary = JobSummary()
+    report = _report("relay", _stalled_progress([waiting_key("polkadot", STATUS)]))
+    assert report.waiting == {"polkadot": STATUS}
+    with caplog.at_level(logging.INFO, logger="streaming.job"):
+        first = waits.seen(report, summary)
+        clock[0] = 107.4
+        later = waits.seen(report, summary)
+    assert first.line().startswith("relay batch 7: 12 rows in -> nothing | relay height polkadot 2 | polkadot "
+                                   "STALLED: block 3 (polkadot.blocks@2) misses upward/1000/1; 4 later blocks queued;"
+                                   " holding 5 records and blocks, 1200 bytes for 0s")
+    assert " for 7s | 0.4s" in later.line() and _BATCH.match(later.line())
+    assert summary.waiting == {"polkadot": STATUS}
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "realm polkadot STALLED: block 3" in warnings[0].getMessage()
+    with caplog.at_level(logging.INFO, logger="streaming.job"):
+        moved = waits.seen(_report("relay", _stalled_progress([waiting_key("polkadot", None)])), summary)
+    assert "STALLED" not in moved.line() and summary.waiting == {}
+    assert caplog.records[-1].levelno == logging.INFO and "moves again" in caplog.records[-1].getMessage()
+
+
+def test_a_block_waiting_short_of_the_threshold_is_shown_but_not_warned(caplog: pytest.LogCaptureFixture) -> None:
+    waiting = WaitingStatus(3, "polkadot.blocks@2", 1, ("upward/1000/1",), False, 2, 300)
+    with caplog.at_level(logging.INFO, logger="streaming.job"):
+        report = RealmWaits().seen(_report("relay", _stalled_progress([waiting_key("polkadot", waiting)])),
+                                   JobSummary())
+    assert "| polkadot waiting: block 3 (polkadot.blocks@2) misses upward/1000/1; 1 later blocks" in report.line()
+    assert not caplog.records

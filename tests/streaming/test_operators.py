@@ -93,18 +93,27 @@ def run_pipeline(lines: list[bytes], size: int | None, seed: int, replay: bool =
     return Counter(out), seam
 
 
-@pytest.mark.parametrize("name", ["minimal.jsonl", "small.jsonl", "tight.jsonl"])
+def settled(lines: Counter[str]) -> Counter[str]:
+    """Less the health records of blocks seen waiting (``Stalled``, ``Resumed``): whether a block is seen stalled
+    depends on how far a reading's blocks run ahead of their records (docs/pipeline.md, "Health records")."""
+    return Counter({line: n for line, n in lines.items()
+                    if not ('.health"' in line and ('"kind":"Stalled"' in line or '"kind":"Resumed"' in line))})
+
+
+@pytest.mark.parametrize("name", ["minimal.jsonl", "small.jsonl", "tight.jsonl", "stalled.jsonl"])
 @pytest.mark.parametrize("size", [1, 7, None])
 def test_operators_equal_the_simulator_whatever_the_batching(name: str, size: int | None) -> None:
     lines = (EXAMPLES / name).read_bytes().splitlines()
     got, _ = run_pipeline(lines, size, seed=len(name) + (size or 0))
-    assert got == expected(lines)
+    assert settled(got) == settled(expected(lines))
+    if size is None:  # one batch, records before blocks: the simulator's reading of these logs
+        assert got == expected(lines)
 
 
 def test_replayed_views_are_applied_once() -> None:
     lines = (EXAMPLES / "small.jsonl").read_bytes().splitlines()
     got, _ = run_pipeline(lines, 5, seed=3, replay=True)
-    assert got == expected(lines)
+    assert settled(got) == settled(expected(lines))
 
 
 def _views(lines: list[bytes]) -> list[KafkaRow]:
