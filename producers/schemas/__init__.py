@@ -39,10 +39,10 @@ INPUT_SCHEMAS = {"genesis": "genesis", "upward": "input-record", "horizontal": "
                  "extrinsics": "input-record", "blocks": "input-record"}
 """Input stream -> the schema of its records' values."""
 OUTPUT_SCHEMAS = {"updates": "update", "events": "event", "rejected": "record-outcome", "pov": "pov",
-                  "seals": "seal", "relay-proofs": "relay-view"}
+                  "seals": "seal", "health": "health", "relay-proofs": "relay-view"}
 """Output kind -> the schema of its records' values (``relay-proofs``: the simulator's JSON seam records)."""
 SCHEMA_NAMES = ("common", "event-log-line", "output-line", "genesis", "input-record", "update", "event",
-                "record-outcome", "pov", "seal", "relay-view")
+                "record-outcome", "pov", "seal", "health", "relay-view")
 
 
 class UnknownSchemaError(ProducerError, KeyError):
