@@ -32,6 +32,7 @@ __all__ = [
     "SendReport",
     "TOO_LARGE",
     "consumed",
+    "start_offset",
     "output_line",
     "produce",
     "read_outputs",
@@ -248,17 +249,41 @@ def wait_for_sizes(settings: Settings, sizes: Mapping[str, int], timeout: float,
 
 
 def scan_topic(
-    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
+    settings: Settings,
+    topic: str,
+    timeout: float = 30.0,
+    limit: int | None = None,
+    *,
+    partitions: Iterable[int] | None = None,
+    offset: str | int = "beginning",
+    group: str | None = None,
 ) -> Iterator[ConsumedRecord]:
-    """Every record of ``topic`` from the beginning to the end offsets seen at the start (at most ``limit``, the
+    """Every record of ``topic`` from ``offset`` to the end offsets seen at the start (at most ``limit``, the
     first ones of each partition), with headers, one at a time: each partition in offset order, partitions
-    interleaved as they arrive. ``KafkaIOError`` if no record comes for ``timeout`` seconds before the end."""
-    consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    interleaved as they arrive. ``KafkaIOError`` if no record comes for ``timeout`` seconds before the end.
+
+    ``partitions``: only these (default: all). ``offset``: where each partition starts, as kcat's ``-o``:
+    ``beginning``, ``end``, an offset (``5``) or a count back from the end (``-5``). ``group``: a consumer group
+    whose committed offsets, where it has them, take precedence over ``offset``; the offset after each record
+    yielded is committed when the scan ends or is closed, so the next scan of the group resumes there."""
+    consumer = Consumer(consumer_config(settings, group or f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    positions: dict[int, int] = {}
     try:
-        ends = {p: high for p, (low, high) in _watermarks(consumer, topic).items() if high > low}
+        marks = _watermarks(consumer, topic)
+        if partitions is not None:
+            wanted = set(partitions)
+            unknown = wanted - set(marks)
+            if unknown:
+                raise KafkaIOError(topic, f"no partition {min(unknown)} (it has {len(marks)})")
+            marks = {p: mark for p, mark in marks.items() if p in wanted}
+        starts = {p: start_offset(offset, low, high) for p, (low, high) in marks.items()}
+        if group is not None:
+            committed = consumer.committed([TopicPartition(topic, p) for p in marks], timeout=10)
+            starts |= {c.partition: c.offset for c in committed if c.offset >= 0}
+        ends = {p: high for p, (low, high) in marks.items() if high > starts[p]}
         if not ends or limit == 0:
             return
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
+        consumer.assign([TopicPartition(topic, p, starts[p]) for p in sorted(ends)])
         done: set[int] = set()
         count = 0
         deadline = time.monotonic() + timeout
@@ -270,31 +295,51 @@ def scan_topic(
                 continue
             deadline = time.monotonic() + timeout
             error = msg.error()
-            partition, offset = msg.partition(), msg.offset()
+            partition, at = msg.partition(), msg.offset()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
                 raise KafkaIOError(topic, error.str())
-            if partition is None or offset is None:
+            if partition is None or at is None:
                 raise KafkaIOError(topic, "a fetched message has no partition or offset")
             if error is not None:  # end of a partition
-                if offset >= ends.get(partition, 0):
+                if at >= ends.get(partition, 0):
                     done.add(partition)
                 continue
-            if offset < ends[partition]:
+            if at < ends[partition]:
                 count += 1
+                positions[partition] = at + 1
                 yield consumed(msg)
                 deadline = time.monotonic() + timeout  # time spent by the caller is not waiting
-            if offset + 1 >= ends[partition]:
+            if at + 1 >= ends[partition]:
                 done.add(partition)
     except KafkaException as exc:
         raise KafkaIOError(topic, str(exc)) from exc
     finally:
-        consumer.close()
+        try:
+            if group is not None and positions:
+                consumer.commit(offsets=[TopicPartition(topic, p, at) for p, at in sorted(positions.items())],
+                                asynchronous=False)
+        finally:
+            consumer.close()
+
+
+def start_offset(spec: str | int, low: int, high: int) -> int:
+    """Where a partition with watermarks ``low``..``high`` starts for an offset spec (kcat's ``-o``):
+    ``beginning``, ``end``, an offset (clamped to the partition), or ``-N``, N records before the end."""
+    if spec == "beginning":
+        return low
+    if spec == "end":
+        return high
+    try:
+        number = int(spec)
+    except ValueError:
+        raise KafkaIOError("*", f"offset {spec!r} is not beginning, end, N or -N") from None
+    return max(low, high + number) if number < 0 else min(max(number, low), high)
 
 
 def read_topic(
     settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
 ) -> list[ConsumedRecord]:
-    """``scan_topic`` as a list in partition/offset order."""
+    """``scan_topic`` from the beginning as a list in partition/offset order."""
     return sorted(scan_topic(settings, topic, timeout, limit), key=lambda r: (r.partition, r.offset))
 
 

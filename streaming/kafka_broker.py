@@ -28,7 +28,7 @@ from streaming.errors import BrokerError, BrokerStartError, JarsMissingError, ta
 from streaming.paths import jvm_lib_dir, runtime_dir
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
 
-__all__ = ["BrokerInfo", "EmbeddedKafka", "create_topics", "delete_topics", "ensure_kafka", "free_port", "is_serving"]
+__all__ = ["BrokerInfo", "EmbeddedKafka", "connect_kafka", "create_topics", "delete_topics", "ensure_kafka", "free_port", "is_serving"]
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -269,17 +269,30 @@ class EmbeddedKafka:
 
 
 def ensure_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> tuple[Settings, EmbeddedKafka | None]:
-    """Settings pointing at a serving cluster: the configured one, else the (started or reused) embedded one.
+    """Settings pointing at a serving cluster: the configured one, else the (reused or started) embedded one, which
+    restarts on the data a stopped broker left (``pubsub broker start --fresh`` is the way to wipe it).
 
     Returns the embedded broker too (None for an external cluster) so the caller can stop it if it started it.
     """
     if settings.kafka_bootstrap is not None:
+        return connect_kafka(settings), None
+    broker = broker or EmbeddedKafka()
+    info = broker.start(keep_data=True)
+    return settings.with_bootstrap(info.bootstrap), broker
+
+
+def connect_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> Settings:
+    """Settings pointing at a cluster that serves now, never starting one: what read-only commands call. A
+    ``BrokerError`` says what to run when neither the configured cluster nor an embedded broker answers."""
+    if settings.kafka_bootstrap is not None:
         if not is_serving(settings.kafka_bootstrap, timeout=10.0, extra=settings.kafka_client_config()):
             raise BrokerError(f"the configured Kafka cluster at {settings.kafka_bootstrap} does not answer")
-        return settings, None
-    broker = broker or EmbeddedKafka()
-    info = broker.start()
-    return settings.with_bootstrap(info.bootstrap), broker
+        return settings
+    info = (broker or EmbeddedKafka()).status()
+    if info is None:
+        raise BrokerError("no Kafka broker is running: start one with `pubsub broker start` "
+                          "(or name a cluster with --bootstrap or PUBSUB_KAFKA_BOOTSTRAP)")
+    return settings.with_bootstrap(info.bootstrap)
 
 
 def create_topics(settings: Settings, topics: Iterable[str], partitions: int | None = None) -> None:
