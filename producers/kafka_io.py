@@ -29,6 +29,7 @@ __all__ = [
     "KafkaIOError",
     "ProducedRecord",
     "Refusal",
+    "SendInterrupted",
     "SendReport",
     "TOO_LARGE",
     "consumed",
@@ -183,30 +184,62 @@ def send(
         return delivered
 
     sent = 0
-    for index, record in enumerate(records):
-        while True:
-            try:
-                producer.produce(record.topic, value=record.value, key=record.key, headers=list(record.headers),
-                                 on_delivery=delivery(index, record))
-                break
-            except BufferError:
-                producer.poll(0.1)
-            except KafkaException as exc:
-                error = exc.args[0]
-                if error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
-                    raise KafkaIOError(record.topic, error.str()) from exc
-                report.refused.append(Refusal(index, record, TOO_LARGE, f"the client refused it: {error.str()}"))
-                break
-        sent += 1
-        if on_sent is not None:
-            on_sent(sent)
-        producer.poll(0)
+    try:
+        for index, record in enumerate(records):
+            _produce_one(producer, index, record, report, delivery)
+            sent += 1
+            if on_sent is not None:
+                on_sent(sent)
+            producer.poll(0)
+    except KeyboardInterrupt:  # Ctrl-C: deliver what the client holds, then say how far it got
+        remaining = producer.flush(_INTERRUPT_FLUSH_SECONDS)
+        raise SendInterrupted(report, sent, remaining) from None
     remaining = producer.flush(timeout)
     if remaining:
         raise KafkaIOError("*", f"{remaining} records not delivered after {timeout:.0f}s")
     if failures:
         raise KafkaIOError(failures[0][0], f"{len(failures)} deliveries failed, first: {failures[0][1]}")
     return report
+
+
+_INTERRUPT_FLUSH_SECONDS = 10.0
+
+
+class SendInterrupted(PubSubError):
+    """``send`` was interrupted (Ctrl-C) after handing ``sent`` records to the client; ``report`` has what was
+    delivered, ``undelivered`` how many were still in the client when it gave up waiting."""
+
+    def __init__(self, report: SendReport, sent: int, undelivered: int) -> None:
+        delivered = sum(report.delivered.values())
+        super().__init__(f"interrupted: {delivered} records delivered of {sent} sent"
+                         + (f", {undelivered} not confirmed" if undelivered else ""))
+        self.report = report
+        self.sent = sent
+        self.undelivered = undelivered
+
+
+def _produce_one(
+    producer: Producer,
+    index: int,
+    record: ProducedRecord,
+    report: SendReport,
+    delivery: Callable[[int, ProducedRecord], Callable[[KafkaError | None, Message], None]],
+) -> None:
+    """Hand one record to the client, waiting while its queue is full; a record the client refuses for its size
+    is a ``Refusal``, any other refusal a ``KafkaIOError``."""
+    while True:
+        try:
+            producer.produce(record.topic, value=record.value, key=record.key, headers=list(record.headers),
+                             on_delivery=delivery(index, record))
+            return
+        except BufferError:
+            producer.poll(0.1)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                raise KafkaIOError(record.topic, error.str()) from exc
+            report.refused.append(Refusal(index, record, TOO_LARGE, f"the client refused it: {error.str()}"))
+            return
 
 
 def produce(settings: Settings, records: Iterable[ProducedRecord]) -> int:
@@ -366,7 +399,7 @@ def _watermarks(consumer: Consumer, topic: str) -> dict[int, tuple[int, int]]:
     """Low and high watermark of each partition of ``topic``; ``KafkaIOError`` if it does not exist."""
     metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
     if metadata is None or metadata.error is not None:
-        raise KafkaIOError(topic, f"topic not found ({metadata.error if metadata else 'no metadata'})")
+        raise KafkaIOError(topic, f"topic not found ({metadata.error.str() if metadata and metadata.error else 'no metadata'})")
     return {p: _watermark(consumer, topic, p) for p in metadata.partitions}
 
 
