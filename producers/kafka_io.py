@@ -21,7 +21,6 @@ from producers.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, produ
 from pubsub_core.errors import PubSubError
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import LineRouter, OutputRecord
-from pubsub_core.stages.ingest import is_blank
 
 __all__ = [
     "ConsumedRecord",
@@ -129,10 +128,9 @@ def route_event_log(
     as the rejection record the simulator writes for it (not UTF-8, not JSON, too large, no usable topic...);
     blank lines are skipped, as the simulator skips them."""
     for raw in lines:
-        line = raw.rstrip(b"\r\n")
-        if is_blank(line):
+        routed = router.feed(raw)
+        if routed is None:
             continue
-        routed = router.route(line)
         if isinstance(routed, OutputRecord):
             yield routed
         else:

@@ -122,7 +122,7 @@ def test_every_hostile_line_is_one_typed_rejection_through_pubsub_simulate(tmp_p
     config = str(pinned_config(tmp_path / "config.json"))
     for name in ("events", "clean"):
         assert main(["simulate", str(tmp_path / f"{name}.jsonl"), "-o", str(tmp_path / f"{name}.out"), "--quiet",
-                     "--config", config]) == 0
+                     "--protocol-config", config]) == 0
     kept, refused = refusals((tmp_path / "events.out").read_text().splitlines())
     clean, none = refusals((tmp_path / "clean.out").read_text().splitlines())
     assert kept == clean and not none
