@@ -10,7 +10,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from cli.commands.common import add_kafka_arguments, console, settings_from
+from cli.commands.common import add_kafka_arguments, console, count, settings_from
 from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
 from pubsub_core.envelope import Signer
 from streaming.kafka_broker import ensure_kafka
@@ -33,7 +33,9 @@ def register(subparsers: Any) -> None:
             "of the realm fences this one (Kafka transactional.id pubsub-author-<realm>). One line per block on "
             "stdout; Ctrl-C stops after the current block."
         ),
-        epilog="Key handling, fencing and resume: docs/operations.md, 'The block author'.",
+        epilog="Examples: pubsub author --realm polkadot --once; "
+               "pubsub author --realm polkadot --key-file author.key --block-time 2 --blocks 100. "
+               "Key handling, fencing and resume: docs/operations.md, 'The block author'.",
     )
     add_kafka_arguments(parser)
     parser.add_argument("--realm", required=True, metavar="NAME", help="the realm whose blocks to write")
@@ -118,5 +120,5 @@ def run(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if stopping:
-        console.print(f"author of {args.realm}: stopped after {written} blocks")
+        console.print(f"author of {args.realm}: stopped after {count(written, 'block')}")
     return 0

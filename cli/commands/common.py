@@ -11,7 +11,7 @@ from rich.console import Console
 
 from streaming.settings import Settings, load_settings
 
-__all__ = ["add_kafka_arguments", "console", "default_realm", "settings_from"]
+__all__ = ["add_kafka_arguments", "console", "count", "default_realm", "settings_from"]
 
 console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 """Progress and logs go to stderr, so stdout carries only data (e.g. `pubsub consume` JSON lines). Not wrapped at
@@ -41,3 +41,8 @@ FLAGS = {"kafka_bootstrap": "--bootstrap"}
 def default_realm(settings: Settings) -> str:
     """The realm the topic prefix names (``polkadot.`` -> ``polkadot``)."""
     return settings.topic_prefix.rstrip(".")
+
+
+def count(number: int, noun: str) -> str:
+    """``1 record``, ``2 records``: a number with its noun, plural by adding s."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

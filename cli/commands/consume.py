@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
+from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
 from producers.follow import SEEN_WINDOW, FollowStats, Start, follow, update_row
 from cli.errors import Interrupted, UsageError
 from cli.output import atomic_output
@@ -116,14 +116,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     except KeyboardInterrupt:
         kept = f" (committed for group {args.group})" if args.group else ""
-        raise Interrupted(f"interrupted after {_records(printed)}{kept}; no output file written") from None
+        raise Interrupted(f"interrupted after {count(printed, 'record')}{kept}; no output file written") from None
     where = "" if args.output in (None, Path("-")) else f" to {args.output}"
-    console.print(f"{_records(printed)} from {', '.join(topics)}{where}.")
+    console.print(f"{count(printed, 'record')} from {', '.join(topics)}{where}.")
     return 0
-
-
-def _records(count: int) -> str:
-    return f"{count} record{'' if count == 1 else 's'}"
 
 
 def line(record: ConsumedRecord, args: argparse.Namespace) -> str:
@@ -176,7 +172,7 @@ def run_follow(args: argparse.Namespace, realm: str, settings: Settings) -> int:
                     break
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    console.print(f"{stats.shown} updates shown, {stats.duplicates} duplicates dropped.")
+    console.print(f"{count(stats.shown, 'update')} shown, {count(stats.duplicates, 'duplicate')} dropped.")
     return 0
 
 

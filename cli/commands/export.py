@@ -9,7 +9,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
+from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
 from cli.errors import Interrupted
 from cli.output import atomic_output
 from producers.export import export_realm
@@ -71,5 +71,6 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     total = sum(report.lines.values())
     lossy = f"; {report.lossy} could not keep their bytes (not UTF-8, or no value)" if report.lossy else ""
-    console.print(f"Wrote {total} lines to {args.output}{lossy}.")
+    where = "stdout" if str(args.output) == "-" else args.output
+    console.print(f"Wrote {count(total, 'line')} to {where}{lossy}.")
     return 0

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
+from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
 from cli.errors import Interrupted, UsageError
 from producers.kafka_io import TOO_LARGE, KafkaIOError, ProducedRecord, SendInterrupted, produce, route_event_log, send
 from producers.topics import MAX_MESSAGE_BYTES, ensure_realm_topics, realm_is_valid, record_fits
@@ -76,8 +76,8 @@ class Tally:
             for reason, count in sorted(self.refusals.items()):
                 refused.add_row(reason, str(count))
             console.print(refused)
-        console.print(f"Sent {sum(self.topics.values())} records to {bootstrap}; "
-                      f"{sum(self.refusals.values())} lines refused.")
+        console.print(f"Sent {count(sum(self.topics.values()), 'record')} to {bootstrap}; "
+                      f"{count(sum(self.refusals.values()), 'line')} refused.")
 
 
 class EventLogSender:

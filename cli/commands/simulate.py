@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, TextIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import console
+from cli.commands.common import console, count
 from cli.errors import Interrupted, UsageError
 from cli.output import atomic_output
 from pubsub_core.native import build_name
@@ -168,7 +168,8 @@ class Summary:
         rate = self.blocks / seconds if seconds > 0 else 0.0
         where = f" to {output}" if output is not None and str(output) != "-" else ""
         console.print(
-            f"{self.inputs} input lines, {self.blocks} blocks sealed, {sum(self.topics.values())} output records{where}: "
+            f"{count(self.inputs, 'input line')}, {count(self.blocks, 'block')} sealed, "
+            f"{count(sum(self.topics.values()), 'output record')}{where}: "
             f"{self.topics['updates']} updates, {self.topics['events']} events, {self.topics['rejected']} rejections, "
             f"{self.topics['pov']} PoV records ({self.incomplete} incomplete), {self.proof_bytes} proof bytes; "
             f"{seconds:.2f}s ({rate:.1f} blocks/s, {build_name()} protocol)."
