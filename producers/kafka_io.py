@@ -9,10 +9,13 @@ line for line.
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -182,17 +185,26 @@ def send(
         return delivered
 
     sent = 0
-    try:
-        for index, record in enumerate(records):
-            _produce_one(producer, index, record, report, delivery)
-            sent += 1
-            if on_sent is not None:
-                on_sent(sent)
-            producer.poll(0)
-    except KeyboardInterrupt:  # Ctrl-C: deliver what the client holds, then say how far it got
-        remaining = producer.flush(_INTERRUPT_FLUSH_SECONDS)
-        raise SendInterrupted(report, sent, remaining) from None
-    remaining = producer.flush(timeout)
+    ctrl_c = _CtrlC()
+    with ctrl_c.installed():
+        try:
+            for index, record in enumerate(records):
+                with ctrl_c.client():
+                    _produce_one(producer, index, record, report, delivery)
+                sent += 1
+                if on_sent is not None:
+                    on_sent(sent)
+                with ctrl_c.client():
+                    producer.poll(0)
+            deadline = time.monotonic() + timeout
+            remaining = 1
+            while remaining and time.monotonic() < deadline:
+                with ctrl_c.client():
+                    remaining = producer.flush(0.5)
+        except KeyboardInterrupt:  # Ctrl-C: deliver what the client holds, then say how far it got
+            ctrl_c.in_client = True  # a second Ctrl-C does not cut this short
+            remaining = producer.flush(_INTERRUPT_FLUSH_SECONDS)
+            raise SendInterrupted(report, sent, remaining) from None
     if remaining:
         raise KafkaIOError("*", f"{remaining} records not delivered after {timeout:.0f}s")
     if failures:
@@ -214,6 +226,47 @@ class SendInterrupted(PubSubError):
         self.report = report
         self.sent = sent
         self.undelivered = undelivered
+
+
+class _CtrlC:
+    """Ctrl-C while ``send`` runs in the main thread: a ``KeyboardInterrupt`` at once, unless the main thread is
+    inside a Kafka client call (whose C code can swallow an exception raised in a delivery callback); then right
+    after that call returns."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.in_client = False
+
+    def handler(self, _signum: int, _frame: object) -> None:
+        if self.in_client:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """This handler for SIGINT while the block runs, where Python's default one is in place (main thread)."""
+        if threading.current_thread() is not threading.main_thread() or \
+                signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield
+            return
+        signal.signal(signal.SIGINT, self.handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    @contextmanager
+    def client(self) -> Iterator[None]:
+        """Around a Kafka client call: a Ctrl-C during it is raised when it returns."""
+        self.in_client = True
+        try:
+            yield
+        finally:
+            self.in_client = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
 
 
 def _produce_one(

@@ -66,15 +66,15 @@ class Tally:
         table = Table(title="Records sent", show_edge=False)
         table.add_column("topic")
         table.add_column("records", justify="right")
-        for topic, count in sorted(self.topics.items()):
-            table.add_row(topic, str(count))
+        for topic, records in sorted(self.topics.items()):
+            table.add_row(topic, str(records))
         console.print(table)
         if self.refusals:
             refused = Table(title="Refused lines", show_edge=False)
             refused.add_column("reason")
             refused.add_column("lines", justify="right")
-            for reason, count in sorted(self.refusals.items()):
-                refused.add_row(reason, str(count))
+            for reason, lines in sorted(self.refusals.items()):
+                refused.add_row(reason, str(lines))
             console.print(refused)
         console.print(f"Sent {count(sum(self.topics.values()), 'record')} to {bootstrap}; "
                       f"{count(sum(self.refusals.values()), 'line')} refused.")

@@ -162,8 +162,8 @@ class Summary:
         for column in ("status", "reason", "records"):
             table.add_column(column, justify="right" if column == "records" else "left")
         table.add_row("applied", "", str(self.applied))
-        for (status, reason), count in sorted(self.outcomes.items()):
-            table.add_row(status, reason, str(count))
+        for (status, reason), records in sorted(self.outcomes.items()):
+            table.add_row(status, reason, str(records))
         console.print(table)
         rate = self.blocks / seconds if seconds > 0 else 0.0
         where = f" to {output}" if output is not None and str(output) != "-" else ""
