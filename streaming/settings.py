@@ -78,7 +78,7 @@ class Settings:
     seam_key: Secret | None = None
     """Key of the MAC on seam records; None: generated once and kept in the checkpoint folder."""
     protocol_config: Path | None = None
-    """JSON protocol settings (docs/simulator.md, "Configuration"), the same file `pubsub simulate --config` takes."""
+    """JSON protocol settings (docs/simulator.md, "Configuration"), the same file `pubsub simulate --protocol-config` takes."""
     seam: str | None = None
     """What Stage R sends Stage S: ``delta`` (changed nodes) or ``full`` (whole proofs, the checking mode); None:
     the protocol settings' ``seam``. The outputs are the same either way."""

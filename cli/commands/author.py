@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--session-every", type=int, metavar="N",
                         help="advance the session index every N block numbers (default: never)")
     parser.add_argument("--protocol-config", type=Path, metavar="FILE",
-                        help="the protocol JSON config of `pubsub simulate --config` (admission and router limits, "
+                        help="the protocol JSON config of `pubsub simulate --protocol-config` (admission and router limits, "
                              "trusted_genesis; default: the settings' protocol_config, else the defaults)")
     parser.add_argument("--genesis-timeout", type=float, default=60.0, metavar="SECONDS",
                         help="how long to wait for the realm's genesis record (default: 60)")
