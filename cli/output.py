@@ -59,11 +59,17 @@ def check_output(path: Path | None, inputs: Iterable[Path | str | None] = ()) ->
 def atomic_output(path: Path | None, inputs: Iterable[Path | str | None] = ()) -> Iterator[TextIO]:
     """A text stream for the command's output: stdout when ``path`` is None or ``-``; else a temporary file beside
     ``path`` that replaces it (with its mode, or 0644 for a new file) when the block ends without an exception,
-    and is removed when it raises (a ``KeyboardInterrupt`` included). ``check_output`` runs first."""
+    and is removed when it raises (a ``KeyboardInterrupt`` included); a path that is not a regular file
+    (``/dev/null``, a named pipe) is written directly. ``check_output`` runs first."""
     if path is None or str(path) == STDOUT:
         yield sys.stdout
         return
     check_output(path, inputs)
+    path = path.resolve() if path.is_symlink() else path  # replace the file a link points at, keep the link
+    if path.exists() and not path.is_file():  # /dev/null, a named pipe: nothing to replace, write to it
+        with path.open("w", encoding="utf-8") as stream:
+            yield stream
+        return
     try:
         descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     except OSError as exc:

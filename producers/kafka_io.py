@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -341,7 +341,7 @@ def scan_topic(
     partitions: Iterable[int] | None = None,
     offset: str | int = "beginning",
     group: str | None = None,
-) -> Iterator[ConsumedRecord]:
+) -> Generator[ConsumedRecord, None, None]:
     """Every record of ``topic`` from ``offset`` to the end offsets seen at the start (at most ``limit``, the
     first ones of each partition), with headers, one at a time: each partition in offset order, partitions
     interleaved as they arrive. ``KafkaIOError`` if no record comes for ``timeout`` seconds before the end.

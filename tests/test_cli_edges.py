@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import pty
 import signal
+import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -86,7 +88,21 @@ def test_dash_writes_to_stdout_not_to_a_file_named_dash(tmp_path: Path) -> None:
     assert not (tmp_path / "-").exists()
 
 
-def _interrupt_when(process: subprocess.Popen[bytes], ready: callable, timeout: float = 60.0) -> None:  # type: ignore[valid-type]
+def test_dev_null_and_symlinks_stay_what_they_are(tmp_path: Path) -> None:
+    """An output that is not a regular file is written, never replaced (``-o /dev/null`` once made /dev/null a
+    regular file); a symbolic link keeps pointing at the file, which gets the new content."""
+    done = pubsub("simulate", str(EXAMPLES / "minimal.jsonl"), "-o", "/dev/null", "--quiet")
+    assert done.returncode == 0
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    target = tmp_path / "real.jsonl"
+    target.write_text("old\n")
+    (tmp_path / "link.jsonl").symlink_to(target)
+    assert pubsub("simulate", str(EXAMPLES / "minimal.jsonl"), "-o", str(tmp_path / "link.jsonl"), "--quiet").returncode == 0
+    assert (tmp_path / "link.jsonl").is_symlink()
+    assert '"polkadot.seals"' in target.read_text()
+
+
+def _interrupt_when(process: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         assert process.poll() is None, "the command ended before it could be interrupted"

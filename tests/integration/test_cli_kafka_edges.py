@@ -33,9 +33,10 @@ def _env(settings: Settings | None, **extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), **extra}
 
 
-def pubsub(settings: Settings | None, *args: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
+def pubsub(settings: Settings | None, *args: str, cwd: Path = ROOT,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                          env=_env(settings, **env), timeout=180, cwd=cwd)
+                          env=_env(settings, **(env or {})), timeout=180, cwd=cwd)
 
 
 def fresh_realm() -> str:
@@ -58,7 +59,7 @@ def test_topics_create_makes_a_realms_topics_as_produce_does_idempotently(kafka_
     rows = dict(line.split("\t") for line in listed.stdout.splitlines())
     expected = {topic(realm, name): "1" for name in INPUTS} | {topic(realm, name): "3" for name in (*OUTPUTS, VIEWS)}
     assert rows == expected
-    admin = AdminClient(kafka_settings.kafka_client_config())
+    admin = AdminClient(dict(kafka_settings.kafka_client_config()))
     specs = {spec.name: spec for spec in realm_topic_specs(realm, partitions=3)}
     futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name) for name in specs])
     for resource, future in futures.items():
@@ -191,20 +192,20 @@ def test_ctrl_c_during_produce_exits_130_and_says_how_many_records_were_delivere
 
 def test_a_stopped_broker_keeps_its_data_and_read_only_commands_do_not_start_one(tmp_path: Path) -> None:
     env = {"PUBSUB_RUNTIME_DIR": str(tmp_path)}
-    started = pubsub(None, "broker", "start", **env)
+    started = pubsub(None, "broker", "start", env=env)
     try:
         assert started.returncode == 0, started.stderr
-        assert pubsub(None, "topics", "create", "--realm", "kept", **env).returncode == 0
-        assert pubsub(None, "broker", "stop", **env).returncode == 0
-        line = one_line_error(pubsub(None, "consume", "--topic", "kept.updates", **env), 1)
+        assert pubsub(None, "topics", "create", "--realm", "kept", env=env).returncode == 0
+        assert pubsub(None, "broker", "stop", env=env).returncode == 0
+        line = one_line_error(pubsub(None, "consume", "--topic", "kept.updates", env=env), 1)
         assert "no Kafka broker is running" in line and "pubsub broker start" in line
-        assert pubsub(None, "broker", "status", **env).returncode == 1  # consume started none
-        assert pubsub(None, "broker", "start", **env).returncode == 0
-        listed = pubsub(None, "topics", "list", **env).stdout
+        assert pubsub(None, "broker", "status", env=env).returncode == 1  # consume started none
+        assert pubsub(None, "broker", "start", env=env).returncode == 0
+        listed = pubsub(None, "topics", "list", env=env).stdout
         assert "kept.genesis\t1" in listed and "kept.updates\t2" in listed
-        assert "broker stop` first" in one_line_error(pubsub(None, "broker", "start", "--fresh", **env), 2)
-        assert pubsub(None, "broker", "stop", **env).returncode == 0
-        assert pubsub(None, "broker", "start", "--fresh", **env).returncode == 0
-        assert "kept." not in pubsub(None, "topics", "list", **env).stdout
+        assert "broker stop` first" in one_line_error(pubsub(None, "broker", "start", "--fresh", env=env), 2)
+        assert pubsub(None, "broker", "stop", env=env).returncode == 0
+        assert pubsub(None, "broker", "start", "--fresh", env=env).returncode == 0
+        assert "kept." not in pubsub(None, "topics", "list", env=env).stdout
     finally:
-        pubsub(None, "broker", "stop", **env)
+        pubsub(None, "broker", "stop", env=env)
