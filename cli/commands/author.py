@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any
 
 from cli.commands.common import add_kafka_arguments, console, count, settings_from
+from cli.errors import UsageError
 from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
 from pubsub_core.envelope import Signer
 from streaming.kafka_broker import ensure_kafka
@@ -80,8 +81,7 @@ def read_key(realm: str, key_file: Path | None) -> Signer:
 
 def run(args: argparse.Namespace) -> int:
     if args.block_time < 0 or (args.blocks is not None and args.blocks < 1):
-        console.print("[red]--block-time cannot be negative and --blocks must be at least 1.[/]")
-        return 2
+        raise UsageError("--block-time cannot be negative and --blocks must be at least 1")
     signer = read_key(args.realm, args.key_file)
     settings, _ = ensure_kafka(settings_from(args))
     protocol = load_protocol_config(args.protocol_config or settings.protocol_config)
@@ -90,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
         limits = AuthorLimits.from_relay(admission, protocol.router, max_records=args.max_records_per_block,
                                          max_bytes=args.max_bytes_per_block)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/]")
-        return 2
+        raise UsageError(str(exc)) from exc
     author = BlockAuthor(settings, args.realm, signer, limits=limits, admission=admission,
                          max_pov_size=args.max_pov_size, session_index=args.session_index,
                          session_every=args.session_every, trusted_genesis=protocol.trusted_genesis.get(args.realm))

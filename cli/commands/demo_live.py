@@ -19,6 +19,7 @@ from rich.live import Live
 from rich.table import Table
 
 from cli.commands.common import console
+from cli.errors import UsageError
 
 LIVE_REALM = "demo-live"
 """The live demo's realm: its topics and checkpoint are reset on every run."""
@@ -50,8 +51,7 @@ def run_live_demo(args: argparse.Namespace) -> int:
     from streaming.settings import load_settings
 
     if args.seconds <= 0 or args.rate <= 0 or args.block_time <= 0 or args.trigger_seconds <= 0:
-        console.print("[red]--seconds, --rate, --block-time and --trigger-seconds must be positive.[/]")
-        return 2
+        raise UsageError("--seconds, --rate, --block-time and --trigger-seconds must be positive")
     started = time.monotonic()
     home = runtime_dir() / "demo-live"
     settings = load_settings(overrides={"kafka_bootstrap": args.bootstrap, "realms": LIVE_REALM},
