@@ -20,6 +20,7 @@ from rich.table import Table
 
 from cli.commands.common import console
 from cli.errors import UsageError
+from cli.output import atomic_output
 
 LIVE_REALM = "demo-live"
 """The live demo's realm: its topics and checkpoint are reset on every run."""
@@ -220,8 +221,11 @@ def _replay_check(settings: Any, events: Path) -> bool:
     from producers.export import export_realm
     from streaming.verify import check_outputs
 
-    with events.open("w") as sink, console.status("exporting the run's input topics"):
-        report = export_realm(settings, LIVE_REALM, lambda line: sink.write(line + "\n"))
+    with atomic_output(events) as sink, console.status("exporting the run's input topics"):
+        def write(line: str) -> None:
+            sink.write(line + "\n")
+
+        report = export_realm(settings, LIVE_REALM, write)
     console.print(f"[bold]4.[/] exported {sum(report.lines.values())} input records to {events}; the simulator over "
                   "that log against the job's outputs, topic by topic:")
     lines = [line.encode() for line in events.read_text().splitlines()]
