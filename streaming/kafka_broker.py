@@ -1,9 +1,11 @@
 """An embedded single-node Apache Kafka broker (KRaft), run from the Maven jars in jvm/lib/kafka.
 
 `EmbeddedKafka.start()` reuses a broker recorded in its runtime folder if that one still serves; otherwise it
-picks free 127.0.0.1 ports, formats a fresh data directory and starts `kafka.Kafka`, then waits until an
-AdminClient gets metadata. `ensure_kafka(settings)` is what commands call: it honours an external cluster
-($PUBSUB_KAFKA_BOOTSTRAP or settings) and only falls back to the embedded broker when none is configured.
+starts `kafka.Kafka` on the data and ports a stopped broker left (``keep_data=True``) or on free 127.0.0.1 ports
+and a freshly formatted data directory, then waits until an AdminClient gets metadata. Commands that write call
+`ensure_kafka(settings)`: it honours an external cluster ($PUBSUB_KAFKA_BOOTSTRAP or settings) and only falls back
+to the embedded broker, on its kept data, when none is configured. Commands that only read call
+`connect_kafka(settings)`, which never starts one.
 """
 
 from __future__ import annotations
