@@ -9,10 +9,13 @@ line for line.
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -21,7 +24,6 @@ from producers.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, produ
 from producers.errors import ProducerError
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import LineRouter, OutputRecord
-from pubsub_core.stages.ingest import is_blank
 
 __all__ = [
     "ConsumedRecord",
@@ -29,9 +31,11 @@ __all__ = [
     "KafkaIOError",
     "ProducedRecord",
     "Refusal",
+    "SendInterrupted",
     "SendReport",
     "TOO_LARGE",
     "consumed",
+    "start_offset",
     "output_line",
     "produce",
     "read_outputs",
@@ -127,10 +131,9 @@ def route_event_log(
     as the rejection record the simulator writes for it (not UTF-8, not JSON, too large, no usable topic...);
     blank lines are skipped, as the simulator skips them."""
     for raw in lines:
-        line = raw.rstrip(b"\r\n")
-        if is_blank(line):
+        routed = router.feed(raw)
+        if routed is None:
             continue
-        routed = router.route(line)
         if isinstance(routed, OutputRecord):
             yield routed
         else:
@@ -182,30 +185,112 @@ def send(
         return delivered
 
     sent = 0
-    for index, record in enumerate(records):
-        while True:
-            try:
-                producer.produce(record.topic, value=record.value, key=record.key, headers=list(record.headers),
-                                 on_delivery=delivery(index, record))
-                break
-            except BufferError:
-                producer.poll(0.1)
-            except KafkaException as exc:
-                error = exc.args[0]
-                if error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
-                    raise KafkaIOError(record.topic, error.str()) from exc
-                report.refused.append(Refusal(index, record, TOO_LARGE, f"the client refused it: {error.str()}"))
-                break
-        sent += 1
-        if on_sent is not None:
-            on_sent(sent)
-        producer.poll(0)
-    remaining = producer.flush(timeout)
+    ctrl_c = _CtrlC()
+    with ctrl_c.installed():
+        try:
+            for index, record in enumerate(records):
+                with ctrl_c.client():
+                    _produce_one(producer, index, record, report, delivery)
+                sent += 1
+                if on_sent is not None:
+                    on_sent(sent)
+                with ctrl_c.client():
+                    producer.poll(0)
+            deadline = time.monotonic() + timeout
+            remaining = 1
+            while remaining and time.monotonic() < deadline:
+                with ctrl_c.client():
+                    remaining = producer.flush(0.5)
+        except KeyboardInterrupt:  # Ctrl-C: deliver what the client holds, then say how far it got
+            ctrl_c.in_client = True  # a second Ctrl-C does not cut this short
+            remaining = producer.flush(_INTERRUPT_FLUSH_SECONDS)
+            raise SendInterrupted(report, sent, remaining) from None
     if remaining:
         raise KafkaIOError("*", f"{remaining} records not delivered after {timeout:.0f}s")
     if failures:
         raise KafkaIOError(failures[0][0], f"{len(failures)} deliveries failed, first: {failures[0][1]}")
     return report
+
+
+_INTERRUPT_FLUSH_SECONDS = 10.0
+
+
+class SendInterrupted(PubSubError):
+    """``send`` was interrupted (Ctrl-C) after handing ``sent`` records to the client; ``report`` has what was
+    delivered, ``undelivered`` how many were still in the client when it gave up waiting."""
+
+    def __init__(self, report: SendReport, sent: int, undelivered: int) -> None:
+        delivered = sum(report.delivered.values())
+        super().__init__(f"interrupted: {delivered} records delivered of {sent} sent"
+                         + (f", {undelivered} not confirmed" if undelivered else ""))
+        self.report = report
+        self.sent = sent
+        self.undelivered = undelivered
+
+
+class _CtrlC:
+    """Ctrl-C while ``send`` runs in the main thread: a ``KeyboardInterrupt`` at once, unless the main thread is
+    inside a Kafka client call (whose C code can swallow an exception raised in a delivery callback); then right
+    after that call returns."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.in_client = False
+
+    def handler(self, _signum: int, _frame: object) -> None:
+        if self.in_client:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """This handler for SIGINT while the block runs, where Python's default one is in place (main thread)."""
+        if threading.current_thread() is not threading.main_thread() or \
+                signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield
+            return
+        signal.signal(signal.SIGINT, self.handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    @contextmanager
+    def client(self) -> Iterator[None]:
+        """Around a Kafka client call: a Ctrl-C during it is raised when it returns."""
+        self.in_client = True
+        try:
+            yield
+        finally:
+            self.in_client = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+def _produce_one(
+    producer: Producer,
+    index: int,
+    record: ProducedRecord,
+    report: SendReport,
+    delivery: Callable[[int, ProducedRecord], Callable[[KafkaError | None, Message], None]],
+) -> None:
+    """Hand one record to the client, waiting while its queue is full; a record the client refuses for its size
+    is a ``Refusal``, any other refusal a ``KafkaIOError``."""
+    while True:
+        try:
+            producer.produce(record.topic, value=record.value, key=record.key, headers=list(record.headers),
+                             on_delivery=delivery(index, record))
+            return
+        except BufferError:
+            producer.poll(0.1)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                raise KafkaIOError(record.topic, error.str()) from exc
+            report.refused.append(Refusal(index, record, TOO_LARGE, f"the client refused it: {error.str()}"))
+            return
 
 
 def produce(settings: Settings, records: Iterable[ProducedRecord]) -> int:
@@ -248,18 +333,41 @@ def wait_for_sizes(settings: Settings, sizes: Mapping[str, int], timeout: float,
 
 
 def scan_topic(
-    settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None, start: int = 0
-) -> Iterator[ConsumedRecord]:
-    """Every record of ``topic`` from offset ``start`` (default: the beginning) of each partition to the end
-    offsets seen at the start (at most ``limit``, the first ones of each partition), with headers, one at a time:
-    each partition in offset order, partitions interleaved as they arrive. ``KafkaIOError`` if no record comes
-    for ``timeout`` seconds before the end."""
-    consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    settings: Settings,
+    topic: str,
+    timeout: float = 30.0,
+    limit: int | None = None,
+    *,
+    partitions: Iterable[int] | None = None,
+    offset: str | int = "beginning",
+    group: str | None = None,
+) -> Generator[ConsumedRecord, None, None]:
+    """Every record of ``topic`` from ``offset`` to the end offsets seen at the start (at most ``limit``, the
+    first ones of each partition), with headers, one at a time: each partition in offset order, partitions
+    interleaved as they arrive. ``KafkaIOError`` if no record comes for ``timeout`` seconds before the end.
+
+    ``partitions``: only these (default: all). ``offset``: where each partition starts, as kcat's ``-o``:
+    ``beginning``, ``end``, an offset (``5``) or a count back from the end (``-5``). ``group``: a consumer group
+    whose committed offsets, where it has them, take precedence over ``offset``; the offset after each record
+    yielded is committed when the scan ends or is closed, so the next scan of the group resumes there."""
+    consumer = Consumer(consumer_config(settings, group or f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    positions: dict[int, int] = {}
     try:
-        ends = {p: high for p, (low, high) in _watermarks(consumer, topic).items() if high > max(low, start)}
+        marks = _watermarks(consumer, topic)
+        if partitions is not None:
+            wanted = set(partitions)
+            unknown = wanted - set(marks)
+            if unknown:
+                raise KafkaIOError(topic, f"no partition {min(unknown)} (it has {len(marks)})")
+            marks = {p: mark for p, mark in marks.items() if p in wanted}
+        starts = {p: start_offset(offset, low, high) for p, (low, high) in marks.items()}
+        if group is not None:
+            committed = consumer.committed([TopicPartition(topic, p) for p in marks], timeout=10)
+            starts |= {c.partition: c.offset for c in committed if c.offset >= 0}
+        ends = {p: high for p, (low, high) in marks.items() if high > starts[p]}
         if not ends or limit == 0:
             return
-        consumer.assign([TopicPartition(topic, p, start) for p in sorted(ends)])
+        consumer.assign([TopicPartition(topic, p, starts[p]) for p in sorted(ends)])
         done: set[int] = set()
         count = 0
         deadline = time.monotonic() + timeout
@@ -271,31 +379,51 @@ def scan_topic(
                 continue
             deadline = time.monotonic() + timeout
             error = msg.error()
-            partition, offset = msg.partition(), msg.offset()
+            partition, at = msg.partition(), msg.offset()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
                 raise KafkaIOError(topic, error.str())
-            if partition is None or offset is None:
+            if partition is None or at is None:
                 raise KafkaIOError(topic, "a fetched message has no partition or offset")
             if error is not None:  # end of a partition
-                if offset >= ends.get(partition, 0):
+                if at >= ends.get(partition, 0):
                     done.add(partition)
                 continue
-            if offset < ends[partition]:
+            if at < ends[partition]:
                 count += 1
+                positions[partition] = at + 1
                 yield consumed(msg)
                 deadline = time.monotonic() + timeout  # time spent by the caller is not waiting
-            if offset + 1 >= ends[partition]:
+            if at + 1 >= ends[partition]:
                 done.add(partition)
     except KafkaException as exc:
         raise KafkaIOError(topic, str(exc)) from exc
     finally:
-        consumer.close()
+        try:
+            if group is not None and positions:
+                consumer.commit(offsets=[TopicPartition(topic, p, at) for p, at in sorted(positions.items())],
+                                asynchronous=False)
+        finally:
+            consumer.close()
+
+
+def start_offset(spec: str | int, low: int, high: int) -> int:
+    """Where a partition with watermarks ``low``..``high`` starts for an offset spec (kcat's ``-o``):
+    ``beginning``, ``end``, an offset (clamped to the partition), or ``-N``, N records before the end."""
+    if spec == "beginning":
+        return low
+    if spec == "end":
+        return high
+    try:
+        number = int(spec)
+    except ValueError:
+        raise KafkaIOError("*", f"offset {spec!r} is not beginning, end, N or -N") from None
+    return max(low, high + number) if number < 0 else min(max(number, low), high)
 
 
 def read_topic(
     settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
 ) -> list[ConsumedRecord]:
-    """``scan_topic`` as a list in partition/offset order."""
+    """``scan_topic`` from the beginning as a list in partition/offset order."""
     return sorted(scan_topic(settings, topic, timeout, limit), key=lambda r: (r.partition, r.offset))
 
 
@@ -322,7 +450,7 @@ def _watermarks(consumer: Consumer, topic: str) -> dict[int, tuple[int, int]]:
     """Low and high watermark of each partition of ``topic``; ``KafkaIOError`` if it does not exist."""
     metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
     if metadata is None or metadata.error is not None:
-        raise KafkaIOError(topic, f"topic not found ({metadata.error if metadata else 'no metadata'})")
+        raise KafkaIOError(topic, f"topic not found ({metadata.error.str() if metadata and metadata.error else 'no metadata'})")
     return {p: _watermark(consumer, topic, p) for p in metadata.partitions}
 
 

@@ -237,7 +237,7 @@ def read_resume_point(settings: Settings, realm: str, origins: set[tuple[str, st
     start = None if snapshot is None else snapshot_resume_point(snapshot, origins)
     offsets = {} if snapshot is None else snapshot.offsets
     records = (record for stream in RESUME_STREAMS
-               for record in scan_topic(settings, f"{realm}.{stream}", start=offsets.get(stream, 0)))
+               for record in scan_topic(settings, f"{realm}.{stream}", offset=offsets.get(stream, 0)))
     point = resume_point(records, realm, trusted, origins, start)
     point.genesis = genesis
     return point

@@ -412,7 +412,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--realm", action="append", metavar="REALM",
                         help="serve only this realm (repeatable; default: every realm, also those that appear later)")
     parser.add_argument("--protocol-config", type=Path, metavar="FILE",
-                        help="protocol settings (JSON, as for `pubsub simulate --config`)")
+                        help="protocol settings (JSON, as for `pubsub simulate --protocol-config`)")
     parser.add_argument("--seam", choices=SEAM_MODES,
                         help="what Stage R sends Stage S: delta (changed proof nodes, the default) or full (whole "
                              "proofs, the checking mode); outputs are the same ($PUBSUB_SEAM)")

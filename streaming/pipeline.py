@@ -79,7 +79,7 @@ def seam_key(settings: Settings) -> bytes:
 
 
 def load_protocol_config(path: Path | None, seam: str | None = None) -> SimulatorConfig:
-    """The protocol settings file (the same JSON `pubsub simulate --config` reads), or the defaults; ``seam``
+    """The protocol settings file (the same JSON `pubsub simulate --protocol-config` reads), or the defaults; ``seam``
     (``delta`` or ``full``) overrides the file's."""
     config = SimulatorConfig() if path is None else SimulatorConfig.from_json(json.loads(path.read_text()))
     return config if seam is None else replace(config, seam=Seam(seam))

@@ -78,7 +78,7 @@ class Settings:
     seam_key: Secret | None = None
     """Key of the MAC on seam records; None: generated once and kept in the checkpoint folder."""
     protocol_config: Path | None = None
-    """JSON protocol settings (docs/simulator.md, "Configuration"), the same file `pubsub simulate --config` takes."""
+    """JSON protocol settings (docs/simulator.md, "Configuration"), the same file `pubsub simulate --protocol-config` takes."""
     seam: str | None = None
     """What Stage R sends Stage S: ``delta`` (changed nodes) or ``full`` (whole proofs, the checking mode); None:
     the protocol settings' ``seam``. The outputs are the same either way."""
@@ -94,6 +94,9 @@ class Settings:
             raise SettingsError(
                 "kafka_security_protocol", self.kafka_security_protocol, "settings", f"one of {_SECURITY_PROTOCOLS}"
             )
+        if self.kafka_security_protocol.startswith("SASL_") and not self.kafka_sasl_mechanism:
+            raise SettingsError("kafka_security_protocol", self.kafka_security_protocol, "settings",
+                                "SASL needs a mechanism: set PUBSUB_KAFKA_SASL_MECHANISM (e.g. PLAIN)")
         if self.kafka_bootstrap is not None and not all(
             re.match(r"^[^:,\s]+:\d{1,5}$", part) for part in self.kafka_bootstrap.split(",")
         ):
@@ -183,11 +186,15 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     config_file: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Defaults < TOML file < PUBSUB_* environment < overrides (flags; None values are ignored)."""
+    """Defaults < TOML file < PUBSUB_* environment < overrides (flags; None values are ignored). A bad value's
+    ``SettingsError`` names where it came from: the file, the environment variable or the flag (``flags`` maps a
+    setting to its flag where that is not ``--`` + its name with dashes)."""
     env = os.environ if environ is None else environ
     names = {f.name for f in dataclasses.fields(Settings)}
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     path = config_file or (Path(env["PUBSUB_CONFIG"]) if env.get("PUBSUB_CONFIG") else None)
     if path is not None:
         try:
@@ -198,14 +205,22 @@ def load_settings(
             if key not in names:
                 raise SettingsError(key, raw, str(path), f"unknown setting; known: {', '.join(sorted(names))}")
             values[key] = _coerce(key, raw, str(path))
+            sources[key] = f"file {path}"
     for name in names:
         raw_env = env.get(ENV_PREFIX + name.upper())
         if raw_env not in (None, ""):
-            values[name] = _coerce(name, raw_env, ENV_PREFIX + name.upper())
+            sources[name] = f"environment variable {ENV_PREFIX + name.upper()}"
+            values[name] = _coerce(name, raw_env, sources[name])
     for key, raw in (overrides or {}).items():
         if raw is None:
             continue
         if key not in names:
             raise SettingsError(key, raw, "flags", "unknown setting")
-        values[key] = _coerce(key, raw, "flags")
-    return Settings(**values)
+        sources[key] = "flag " + (flags or {}).get(key, "--" + key.replace("_", "-"))
+        values[key] = _coerce(key, raw, sources[key])
+    try:
+        return Settings(**values)
+    except SettingsError as exc:  # checked on the whole object: name where the offending value came from
+        if exc.name in sources:
+            raise SettingsError(exc.name, values[exc.name], sources[exc.name], exc.reason) from None
+        raise

@@ -1,9 +1,11 @@
 """An embedded single-node Apache Kafka broker (KRaft), run from the Maven jars in jvm/lib/kafka.
 
 `EmbeddedKafka.start()` reuses a broker recorded in its runtime folder if that one still serves; otherwise it
-picks free 127.0.0.1 ports, formats a fresh data directory and starts `kafka.Kafka`, then waits until an
-AdminClient gets metadata. `ensure_kafka(settings)` is what commands call: it honours an external cluster
-($PUBSUB_KAFKA_BOOTSTRAP or settings) and only falls back to the embedded broker when none is configured.
+starts `kafka.Kafka` on the data and ports a stopped broker left (``keep_data=True``) or on free 127.0.0.1 ports
+and a freshly formatted data directory, then waits until an AdminClient gets metadata. Commands that write call
+`ensure_kafka(settings)`: it honours an external cluster ($PUBSUB_KAFKA_BOOTSTRAP or settings) and only falls back
+to the embedded broker, on its kept data, when none is configured. Commands that only read call
+`connect_kafka(settings)`, which never starts one.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from streaming.paths import jvm_lib_dir, runtime_dir
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
 from supervise.errors import BrokerError, BrokerStartError, tail
 
-__all__ = ["BrokerInfo", "EmbeddedKafka", "create_topics", "delete_topics", "ensure_kafka", "free_port"]
+__all__ = ["BrokerInfo", "EmbeddedKafka", "connect_kafka", "create_topics", "delete_topics", "ensure_kafka", "free_port"]
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -259,17 +261,30 @@ class EmbeddedKafka:
 
 
 def ensure_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> tuple[Settings, EmbeddedKafka | None]:
-    """Settings pointing at a serving cluster: the configured one, else the (started or reused) embedded one.
+    """Settings pointing at a serving cluster: the configured one, else the (reused or started) embedded one, which
+    restarts on the data a stopped broker left (``pubsub broker start --fresh`` is the way to wipe it).
 
     Returns the embedded broker too (None for an external cluster) so the caller can stop it if it started it.
     """
     if settings.kafka_bootstrap is not None:
+        return connect_kafka(settings), None
+    broker = broker or EmbeddedKafka()
+    info = broker.start(keep_data=True)
+    return settings.with_bootstrap(info.bootstrap), broker
+
+
+def connect_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> Settings:
+    """Settings pointing at a cluster that serves now, never starting one: what read-only commands call. A
+    ``BrokerError`` says what to run when neither the configured cluster nor an embedded broker answers."""
+    if settings.kafka_bootstrap is not None:
         if not is_serving(settings.kafka_bootstrap, timeout=10.0, extra=settings.kafka_client_config()):
             raise BrokerError(f"the configured Kafka cluster at {settings.kafka_bootstrap} does not answer")
-        return settings, None
-    broker = broker or EmbeddedKafka()
-    info = broker.start()
-    return settings.with_bootstrap(info.bootstrap), broker
+        return settings
+    info = (broker or EmbeddedKafka()).status()
+    if info is None:
+        raise BrokerError("no Kafka broker is running: start one with `pubsub broker start` "
+                          "(or name a cluster with --bootstrap or PUBSUB_KAFKA_BOOTSTRAP)")
+    return settings.with_bootstrap(info.bootstrap)
 
 
 def create_topics(settings: Settings, topics: Iterable[str], partitions: int | None = None) -> None:

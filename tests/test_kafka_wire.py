@@ -75,15 +75,15 @@ def test_unroutable_lines_give_the_simulators_rejections() -> None:
     simulator = Simulator(SimulatorConfig(default_realm="r"))
     expected = [o for line in lines for o in simulator.feed_line(line) if o.id.startswith("ingest/")]
     assert [o.to_line() for o in got] == [o.to_line() for o in expected]
-    assert [o.id for o in got] == ["ingest/?@0", "ingest/?@1", "ingest/r.nope@0", "ingest/?@2", "ingest/?@3"]
+    assert [o.id for o in got] == [f"ingest/line-{n}" for n in range(1, 6)]  # the file's line numbers
 
 
-def test_a_line_that_is_not_utf8_is_refused_and_numbered_with_the_unparsable_ones() -> None:
-    lines = [b"not json", b'{"topic":"r.upward","key":"\xff","value":"a"}', b"[]"]
+def test_a_line_that_is_not_utf8_is_refused_and_named_by_its_line_number() -> None:
+    lines = [b"not json", b"\n", b'{"topic":"r.upward","key":"\xff","value":"a"}', b"[]"]
     got = list(route_event_log(lines, LineRouter("r")))
     rejected = [item for item in got if isinstance(item, OutputRecord)]
     assert len(rejected) == len(got) == 3
-    assert [o.id for o in rejected] == ["ingest/?@0", "ingest/?@1", "ingest/?@2"]
+    assert [o.id for o in rejected] == ["ingest/line-1", "ingest/line-3", "ingest/line-4"]  # the blank line 2 counts
     assert rejected[1].topic == "r.rejected" and rejected[1].value["reason"] == "MalformedJson"
     assert "not UTF-8" in str(rejected[1].value["detail"])
 

@@ -11,7 +11,8 @@ from types import FrameType
 from typing import Any
 
 from cli.commands import author_void
-from cli.commands.common import add_kafka_arguments, console, settings_from
+from cli.commands.common import add_kafka_arguments, console, count, settings_from
+from cli.errors import UsageError
 from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
 from pubsub_core.envelope import Signer
 from streaming.pipeline import load_protocol_config
@@ -34,7 +35,9 @@ def register(subparsers: Any) -> None:
             "with every block), reading only what came after it; a newer author of the realm fences this one (Kafka transactional.id pubsub-author-<realm>). One line per block on "
             "stdout; Ctrl-C stops after the current block."
         ),
-        epilog="Key handling, fencing and resume: docs/operations.md, 'The block author'.",
+        epilog="Examples: pubsub author --realm polkadot --once; "
+               "pubsub author --realm polkadot --key-file author.key --block-time 2 --blocks 100. "
+               "Key handling, fencing and resume: docs/operations.md, 'The block author'.",
         allow_abbrev=False,  # `pubsub author void --block N`: not an abbreviation of --block-time or --blocks
     )
     add_kafka_arguments(parser)
@@ -54,7 +57,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--session-every", type=int, metavar="N",
                         help="advance the session index every N block numbers (default: never)")
     parser.add_argument("--protocol-config", type=Path, metavar="FILE",
-                        help="the protocol JSON config of `pubsub simulate --config` (admission and router limits, "
+                        help="the protocol JSON config of `pubsub simulate --protocol-config` (admission and router limits, "
                              "trusted_genesis; default: the settings' protocol_config, else the defaults)")
     parser.add_argument("--genesis-timeout", type=float, default=60.0, metavar="SECONDS",
                         help="how long to wait for the realm's genesis record (default: 60)")
@@ -90,8 +93,7 @@ def run(args: argparse.Namespace) -> int:
         console.print("[red]pubsub author: --realm is required.[/]")
         return 2
     if args.block_time < 0 or (args.blocks is not None and args.blocks < 1):
-        console.print("[red]--block-time cannot be negative and --blocks must be at least 1.[/]")
-        return 2
+        raise UsageError("--block-time cannot be negative and --blocks must be at least 1")
     signer = read_key(args.realm, args.key_file)
     settings, _ = ensure_kafka(settings_from(args))
     protocol = load_protocol_config(args.protocol_config or settings.protocol_config)
@@ -100,8 +102,7 @@ def run(args: argparse.Namespace) -> int:
         limits = AuthorLimits.from_relay(admission, protocol.router, max_records=args.max_records_per_block,
                                          max_bytes=args.max_bytes_per_block)
     except ValueError as exc:
-        console.print(f"[red]{exc}[/]")
-        return 2
+        raise UsageError(str(exc)) from exc
     author = BlockAuthor(settings, args.realm, signer, limits=limits, admission=admission,
                          max_pov_size=args.max_pov_size, session_index=args.session_index,
                          session_every=args.session_every, trusted_genesis=protocol.trusted_genesis.get(args.realm),
@@ -133,5 +134,5 @@ def run(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if stopping:
-        console.print(f"author of {args.realm}: stopped after {written} blocks")
+        console.print(f"author of {args.realm}: stopped after {count(written, 'block')}")
     return 0

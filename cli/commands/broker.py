@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from cli.commands.common import console
+from cli.errors import UsageError
 from supervise.kafka_broker import EmbeddedKafka
 
 
@@ -15,17 +16,27 @@ def register(subparsers: Any) -> None:
         help="start, stop or inspect the embedded Kafka broker",
         description=(
             "Manage the embedded Kafka broker: a single-node KRaft broker run from the Maven jars in jvm/lib/kafka, "
-            "bound to a free 127.0.0.1 port, with its data in .runtime/kafka. Other commands reuse a running one."
+            "bound to a free 127.0.0.1 port, with its data in .runtime/kafka. Other commands reuse a running one. "
+            "A start after a stop (or a crash) restarts on the data and ports the last broker left: topics and "
+            "records are kept unless --fresh."
         ),
+        epilog="Examples: pubsub broker start; pubsub broker status; pubsub broker stop; "
+               "pubsub broker start --fresh (a new, empty broker: deletes every topic of the old one).",
     )
     parser.add_argument("action", choices=("start", "stop", "status"), help="what to do")
+    parser.add_argument("--fresh", action="store_true",
+                        help="with start: wipe the data a stopped broker left and start empty, on new ports")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     broker = EmbeddedKafka()
+    if args.fresh and args.action != "start":
+        raise UsageError("--fresh goes with `pubsub broker start`")
     if args.action == "start":
-        info = broker.start()
+        if args.fresh and broker.status() is not None:
+            raise UsageError("--fresh wipes a stopped broker's data: run `pubsub broker stop` first")
+        info = broker.start(keep_data=not args.fresh)
         verb = "started" if broker.started_here else "already running"
         console.print(f"Kafka broker {verb}: bootstrap [bold]{info.bootstrap}[/] (pid {info.pid}, data {info.data_dir})")
         console.print(f"Point other shells at it with: export PUBSUB_KAFKA_BOOTSTRAP={info.bootstrap}")

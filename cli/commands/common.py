@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +11,11 @@ from rich.console import Console
 
 from streaming.settings import Settings, load_settings
 
-__all__ = ["add_kafka_arguments", "console", "default_realm", "settings_from"]
+__all__ = ["add_kafka_arguments", "console", "count", "default_realm", "settings_from"]
 
-console = Console(stderr=True, highlight=False)
-"""Progress and logs go to stderr, so stdout carries only data (e.g. `pubsub consume` JSON lines)."""
+console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+"""Progress and logs go to stderr, so stdout carries only data (e.g. `pubsub consume` JSON lines). Not wrapped at
+80 columns when stderr is not a terminal, so an error stays one line in a log."""
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,9 +31,18 @@ def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
     """Settings from the common flags plus command-specific overrides."""
     values = {"kafka_bootstrap": getattr(args, "bootstrap", None), "topic_prefix": getattr(args, "topic_prefix", None)}
     values.update(overrides)
-    return load_settings(overrides=values, config_file=getattr(args, "config", None))
+    return load_settings(overrides=values, config_file=getattr(args, "config", None), flags=FLAGS)
+
+
+FLAGS = {"kafka_bootstrap": "--bootstrap"}
+"""Settings whose flag is not ``--`` + the setting's name with dashes, for errors that name the flag."""
 
 
 def default_realm(settings: Settings) -> str:
     """The realm the topic prefix names (``polkadot.`` -> ``polkadot``)."""
     return settings.topic_prefix.rstrip(".")
+
+
+def count(number: int, noun: str) -> str:
+    """``1 record``, ``2 records``: a number with its noun, plural by adding s."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

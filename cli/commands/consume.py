@@ -8,16 +8,22 @@ import json
 import os
 import sys
 import threading
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
+from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
 from producers.follow import SEEN_WINDOW, FollowStats, Start, follow, update_row
-from producers.kafka_io import output_line, read_topic
+from cli.errors import Interrupted, UsageError
+from cli.output import atomic_output
+from producers.kafka_io import ConsumedRecord, output_line, scan_topic
 from producers.live import stop_on_signals
+from pubsub_core.relay import canonical_json
 from pubsub_core.stages.topics import OUTPUTS, topic
+from supervise.kafka_broker import connect_kafka
 from streaming.settings import Settings
 from supervise.kafka_broker import ensure_kafka
 
@@ -37,7 +43,12 @@ def register(subparsers: Any) -> None:
             "diff <(pubsub consume --realm polkadot | sort) <(pubsub simulate log.jsonl | sort). "
             "--follow prints <realm>.updates as they arrive, one table row per update (or --json lines), dropping "
             f"copies of an id seen among the last {SEEN_WINDOW:,} (the job's sink is at-least-once); Ctrl-C stops "
-            "it with a count of updates shown and duplicates dropped."
+            "it with a count of updates shown and duplicates dropped. "
+            "Examples: pubsub consume --realm polkadot | head; "
+            "pubsub consume --topic polkadot.updates --partition 0 --offset -10 --print-timestamp --print-headers; "
+            "pubsub consume --topic polkadot.updates --group reports -o new.jsonl (each run prints what the group "
+            "has not seen yet); pubsub consume --follow --realm polkadot --subscriber 3000. "
+            "It starts no broker: without one it says to run `pubsub broker start`."
         ),
     )
     add_kafka_arguments(parser)
@@ -46,6 +57,21 @@ def register(subparsers: Any) -> None:
     which.add_argument("--realm", metavar="NAME",
                        help="print every output topic of this realm, or with --follow its updates (default: the topic prefix's realm)")
     parser.add_argument("--max", type=int, metavar="N", help="stop after N records")
+    parser.add_argument("--partition", type=int, action="append", metavar="P",
+                        help="read only this partition (repeat for more; default: all)")
+    parser.add_argument("--offset", default="beginning", metavar="WHERE",
+                        help="where each partition starts, as kcat's -o: beginning (default), end, an offset N, or "
+                             "-N (the last N records)")
+    parser.add_argument("--group", metavar="ID",
+                        help="a consumer group: start where it left off (else at --offset) and commit what was "
+                             "printed, so the next run with the same group resumes after it")
+    parser.add_argument("--print-timestamp", action="store_true",
+                        help='add "timestamp": the Kafka timestamp in ms (create time), as kafka-console-consumer\'s '
+                             "print.timestamp")
+    parser.add_argument("--print-headers", action="store_true",
+                        help='add "headers": every header as {name: text}, as kafka-console-consumer\'s print.headers')
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="write the lines here, replaced only when the read completes ('-' or none: stdout)")
     parser.add_argument("--raw", action="store_true",
                         help="debugging form: topic, partition, offset, key, header id and value of each record")
     following = parser.add_argument_group("following updates (--follow)")
@@ -62,32 +88,53 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.max is not None and args.max < 0:
-        console.print("[red]--max must be at least 0.[/]")
-        return 2
-    if args.follow and (args.topic or args.raw):
-        console.print("[red]--follow reads the realm's updates: give --realm, not --topic or --raw.[/]")
-        return 2
+        raise UsageError("--max must be at least 0")
+    reading = (args.partition, args.group, args.output, args.offset != "beginning")
+    if args.follow and (args.topic or args.raw or any(reading)):
+        raise UsageError("--follow reads the realm's updates: give --realm, not --topic, --raw, --partition, "
+                         "--offset, --group or -o")
     if not args.follow and (args.subscriber is not None or args.json or args.from_now):
-        console.print("[red]--subscriber, --json and --from-now go with --follow.[/]")
-        return 2
-    settings, _ = ensure_kafka(settings_from(args))
+        raise UsageError("--subscriber, --json and --from-now go with --follow")
+    settings = connect_kafka(settings_from(args))
     if args.follow:
         return run_follow(args, settings.topic_prefix.rstrip(".") if args.realm is None else args.realm, settings)
     realm = args.realm or default_realm(settings)
     topics = [args.topic] if args.topic else [topic(realm, name) for name in OUTPUTS]
     printed = 0
     try:
-        for name in topics:
-            remaining = None if args.max is None else args.max - printed
-            for record in read_topic(settings, name, limit=remaining):
-                sys.stdout.write((record.to_json() if args.raw else output_line(record)) + "\n")
-                printed += 1
-        sys.stdout.flush()
+        with atomic_output(args.output) as sink:
+            for name in topics:
+                remaining = None if args.max is None else args.max - printed
+                scan = scan_topic(settings, name, limit=remaining, partitions=args.partition, offset=args.offset,
+                                  group=args.group)
+                with closing(scan):
+                    for record in scan:
+                        sink.write(line(record, args) + "\n")
+                        printed += 1
+            sink.flush()
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    console.print(f"{printed} records from {', '.join(topics)}.")
+    except KeyboardInterrupt:
+        kept = f" (committed for group {args.group})" if args.group else ""
+        raise Interrupted(f"interrupted after {count(printed, 'record')}{kept}; no output file written") from None
+    where = "" if args.output in (None, Path("-")) else f" to {args.output}"
+    console.print(f"{count(printed, 'record')} from {', '.join(topics)}{where}.")
     return 0
+
+
+def line(record: ConsumedRecord, args: argparse.Namespace) -> str:
+    """The printed line of a record: the simulator's line (or --raw's), with the timestamp and headers if asked."""
+    text = record.to_json() if args.raw else output_line(record)
+    if not (args.print_timestamp or args.print_headers):
+        return text
+    body = json.loads(text)
+    if args.print_timestamp:
+        body["timestamp"] = record.timestamp
+    if args.print_headers:
+        body["headers"] = {name: None if data is None else data.decode("utf-8", errors="replace")
+                           for name, data in record.headers}
+    return canonical_json(body)
 
 
 _COLUMNS = (("subscriber", 10), ("block", 7), ("publisher", 9), ("key", 10), ("value", 30), ("kind", 8))
@@ -126,7 +173,7 @@ def run_follow(args: argparse.Namespace, realm: str, settings: Settings) -> int:
                     break
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    console.print(f"{stats.shown} updates shown, {stats.duplicates} duplicates dropped.")
+    console.print(f"{count(stats.shown, 'update')} shown, {count(stats.duplicates, 'duplicate')} dropped.")
     return 0
 
 

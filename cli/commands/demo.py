@@ -39,6 +39,8 @@ def register(subparsers: Any) -> None:
             "With --live: the live producer, the block author, the continuous job and a following consumer run "
             "together with a status view, then block-to-update latency percentiles and a latency/PoV plot."
         ),
+        epilog="Examples: pubsub demo; pubsub demo --keep-broker (then pubsub consume --realm demo); "
+               "pubsub demo --live --seconds 60 --rate 20.",
     )
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
     parser.add_argument("--bootstrap", metavar="HOST:PORT",

@@ -19,6 +19,8 @@ from rich.live import Live
 from rich.table import Table
 
 from cli.commands.common import console
+from cli.errors import UsageError
+from cli.output import atomic_output
 
 LIVE_REALM = "demo-live"
 """The live demo's realm: its topics and checkpoint are reset on every run."""
@@ -50,8 +52,7 @@ def run_live_demo(args: argparse.Namespace) -> int:
     from supervise.live_run import LivePlan, LiveRun
 
     if args.seconds <= 0 or args.rate <= 0 or args.block_time <= 0 or args.trigger_seconds <= 0:
-        console.print("[red]--seconds, --rate, --block-time and --trigger-seconds must be positive.[/]")
-        return 2
+        raise UsageError("--seconds, --rate, --block-time and --trigger-seconds must be positive")
     started = time.monotonic()
     home = runtime_dir() / "demo-live"
     settings = load_settings(overrides={"kafka_bootstrap": args.bootstrap, "realms": LIVE_REALM},
@@ -220,8 +221,11 @@ def _replay_check(settings: Any, events: Path) -> bool:
     from producers.export import export_realm
     from supervise.verify import check_outputs
 
-    with events.open("w") as sink, console.status("exporting the run's input topics"):
-        report = export_realm(settings, LIVE_REALM, lambda line: sink.write(line + "\n"))
+    with atomic_output(events) as sink, console.status("exporting the run's input topics"):
+        def write(line: str) -> None:
+            sink.write(line + "\n")
+
+        report = export_realm(settings, LIVE_REALM, write)
     console.print(f"[bold]4.[/] exported {sum(report.lines.values())} input records to {events}; the simulator over "
                   "that log against the job's outputs, topic by topic:")
     lines = [line.encode() for line in events.read_text().splitlines()]

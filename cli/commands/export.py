@@ -9,10 +9,12 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
+from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
+from cli.errors import Interrupted
+from cli.output import atomic_output
 from producers.export import export_realm
 from pubsub_core.stages.topics import input_topics
-from supervise.kafka_broker import ensure_kafka
+from supervise.kafka_broker import connect_kafka
 
 
 def register(subparsers: Any) -> None:
@@ -27,30 +29,40 @@ def register(subparsers: Any) -> None:
             "outputs depend on. `pubsub simulate` or `pubsub verify` of the file then replays production traffic."
         ),
         epilog=(
-            "Example: pubsub export --realm polkadot -o events.jsonl && pubsub simulate events.jsonl. Lines that "
+            "Examples: pubsub export --realm polkadot -o events.jsonl && pubsub simulate events.jsonl; "
+            "pubsub export --realm polkadot -o - | head. The file is written whole or not at all; it starts no "
+            "broker. Lines that "
             "`pubsub produce` could not route never reached an input topic and are not exported (their rejections "
             "are on <realm>.rejected). Details: docs/operations.md, 'Export'."
         ),
     )
     add_kafka_arguments(parser)
     parser.add_argument("--realm", metavar="NAME", help="the realm to export (default: the topic prefix's realm)")
-    parser.add_argument("-o", "--output", type=Path, required=True, metavar="EVENTS.jsonl", help="where to write the log")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="EVENTS.jsonl", help="where to write the log ('-': stdout)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    settings, _ = ensure_kafka(settings_from(args))
+    settings = connect_kafka(settings_from(args))
     realm = args.realm or default_realm(settings)
     columns = (TextColumn(f"exporting {realm}"), BarColumn(), MofNCompleteColumn(), TextColumn("records"),
                TimeElapsedColumn())
-    with args.output.open("w") as sink, Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("export", total=None)
+    written = [0]
+    try:
+        with atomic_output(args.output) as sink, Progress(
+            *columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False,
+            disable=not console.is_terminal,
+        ) as progress:
+            task = progress.add_task("export", total=None)
 
-        def write(line: str) -> None:
-            sink.write(line + "\n")
-            progress.advance(task)
+            def write(line: str) -> None:
+                sink.write(line + "\n")
+                written[0] += 1
+                progress.advance(task)
 
-        report = export_realm(settings, realm, write, lambda total: progress.update(task, total=total))
+            report = export_realm(settings, realm, write, lambda total: progress.update(task, total=total))
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted after {written[0]} lines; no log written") from None
     table = Table(title=f"Exported {realm}", show_edge=False)
     table.add_column("topic")
     table.add_column("lines", justify="right")
@@ -59,5 +71,6 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     total = sum(report.lines.values())
     lossy = f"; {report.lossy} could not keep their bytes (not UTF-8, or no value)" if report.lossy else ""
-    console.print(f"Wrote {total} lines to {args.output}{lossy}.")
+    where = "stdout" if str(args.output) == "-" else args.output
+    console.print(f"Wrote {count(total, 'line')} to {where}{lossy}.")
     return 0

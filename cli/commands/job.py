@@ -21,6 +21,9 @@ def register(subparsers: Any) -> None:
             "micro-batch: rows in, records out per topic, relay height per realm, lag, the phases of the batch that "
             "took 0.1 s or more (Spark's names: addBatch, queryPlanning, stateCommit, ...) and its time."
         ),
+        epilog="Examples: pubsub job --available-now; pubsub job --realm polkadot (until Ctrl-C); "
+               "pubsub job --master spark://host:7077 --checkpoint /shared/checkpoints. "
+               "Details: docs/operations.md, 'The Spark job'.",
     )
     add_job_arguments(parser)
     parser.set_defaults(func=run)

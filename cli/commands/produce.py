@@ -14,8 +14,9 @@ from typing import Any, BinaryIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
-from producers.kafka_io import TOO_LARGE, KafkaIOError, ProducedRecord, produce, route_event_log, send
+from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
+from cli.errors import Interrupted, UsageError
+from producers.kafka_io import TOO_LARGE, KafkaIOError, ProducedRecord, SendInterrupted, produce, route_event_log, send
 from producers.topics import MAX_MESSAGE_BYTES, ensure_realm_topics, realm_is_valid, record_fits
 from pubsub_core.stages import IngestError, LineRouter, OutputRecord
 from pubsub_core.stages.ingest import rejection
@@ -38,7 +39,10 @@ def register(subparsers: Any) -> None:
             "writes for it, sent to <realm>.rejected; so does a record too large for its topic (RecordTooLarge). "
             "Nothing is dropped: the summary counts records per topic and refusals per reason."
         ),
-        epilog="Topic configs, limits and compression: docs/operations.md, 'Topics and limits'.",
+        epilog="Examples: pubsub produce --event-log examples/small.jsonl; "
+               "pubsub workload -o - --realm kusama | pubsub produce --event-log - --strict. Ctrl-C stops it and "
+               "says how many records were delivered. "
+               "Topic configs, limits and compression: docs/operations.md, 'Topics and limits'.",
     )
     add_kafka_arguments(parser)
     parser.add_argument("--event-log", type=Path, required=True, metavar="FILE",
@@ -62,18 +66,18 @@ class Tally:
         table = Table(title="Records sent", show_edge=False)
         table.add_column("topic")
         table.add_column("records", justify="right")
-        for topic, count in sorted(self.topics.items()):
-            table.add_row(topic, str(count))
+        for topic, records in sorted(self.topics.items()):
+            table.add_row(topic, str(records))
         console.print(table)
         if self.refusals:
             refused = Table(title="Refused lines", show_edge=False)
             refused.add_column("reason")
             refused.add_column("lines", justify="right")
-            for reason, count in sorted(self.refusals.items()):
-                refused.add_row(reason, str(count))
+            for reason, lines in sorted(self.refusals.items()):
+                refused.add_row(reason, str(lines))
             console.print(refused)
-        console.print(f"Sent {sum(self.topics.values())} records to {bootstrap}; "
-                      f"{sum(self.refusals.values())} lines refused.")
+        console.print(f"Sent {count(sum(self.topics.values()), 'record')} to {bootstrap}; "
+                      f"{count(sum(self.refusals.values()), 'line')} refused.")
 
 
 class EventLogSender:
@@ -136,8 +140,7 @@ class EventLogSender:
 
 def run(args: argparse.Namespace) -> int:
     if str(args.event_log) != "-" and not args.event_log.is_file():
-        console.print(f"[red]No event log at {args.event_log}.[/]")
-        return 2
+        raise UsageError(f"no event log at {args.event_log}")
     settings, _ = ensure_kafka(settings_from(args))
     realm = args.realm or default_realm(settings)
     sender = EventLogSender(settings, realm, args.max_message_bytes)
@@ -146,17 +149,26 @@ def run(args: argparse.Namespace) -> int:
         total = None if str(args.event_log) == "-" else args.event_log.stat().st_size
         progress = stack.enter_context(Progress(
             TextColumn("producing"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[lines]} lines"),
-            TimeElapsedColumn(), console=console, transient=True,
+            TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal,
         ))
         task = progress.add_task("produce", total=total, lines=0)
 
+        read = [0]
+
         def lines() -> Iterator[bytes]:
             for number, raw in enumerate(source, 1):
+                read[0] = number
                 progress.update(task, advance=len(raw), lines=number)
                 yield raw
 
         records = sender.records(route_event_log(lines(), LineRouter(realm)))
-        report = send(settings, records, max_message_bytes=args.max_message_bytes)
+        try:
+            report = send(settings, records, max_message_bytes=args.max_message_bytes)
+        except SendInterrupted as stopped:
+            raise Interrupted(f"interrupted after reading {read[0]} lines: {sum(stopped.report.delivered.values())} "
+                              f"records delivered to {settings.kafka_bootstrap} of {stopped.sent} sent"
+                              + (f", {stopped.undelivered} not confirmed" if stopped.undelivered else "")
+                              + "; producing the log again sends the delivered ones twice") from None
     sender.tally.topics.update(report.delivered)
     late = []
     for refusal in report.refused:  # refused by Kafka itself despite the size check (e.g. a lower broker limit)

@@ -16,14 +16,16 @@ from typing import Any, BinaryIO, TextIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import console
+from cli.commands.common import console, count
+from cli.errors import Interrupted, UsageError
+from cli.output import atomic_output
 from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord
 from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
 from state.native import build_name
 from streaming.pipeline import load_protocol_config
-from streaming.settings import SEAM_MODES
+from streaming.settings import SEAM_MODES, load_settings
 
 
 def register(subparsers: Any) -> None:
@@ -35,15 +37,27 @@ def register(subparsers: Any) -> None:
             "docs/simulator.md), apply every relay block with the broadcaster, router and XCM executor, run every "
             "subscriber's collator and runtime on each block, and write the outputs as canonical JSON lines: "
             "updates, pallet events, rejections, PoV metering and block seals. Bad lines become rejection records; "
-            "the same log and config always give the same bytes. A summary goes to stderr."
+            "the same log and config always give the same bytes. A summary goes to stderr, and a progress bar when "
+            "stderr is a terminal (stdout may be redirected)."
+        ),
+        epilog=(
+            "Examples: pubsub simulate examples/minimal.jsonl; pubsub simulate events.jsonl -o out.jsonl; "
+            "pubsub workload -o - --seed 7 | pubsub simulate - --quiet | grep updates. "
+            "The output file is written whole or not at all (a temporary file renamed at the end), and never "
+            "one of the inputs. Details: docs/simulator.md."
         ),
     )
     parser.add_argument("events", type=Path, metavar="EVENTS.jsonl", help="the event log ('-' reads stdin)")
-    parser.add_argument("-o", "--output", type=Path, metavar="OUT.jsonl", help="write outputs here (default: stdout)")
+    parser.add_argument("-o", "--output", type=Path, metavar="OUT.jsonl",
+                        help="write outputs here ('-' or none: stdout)")
     parser.add_argument(
-        "--config", type=Path, metavar="FILE",
-        help="JSON settings: broadcaster, admission, router and subscriber sections (default: protocol defaults)",
+        "--protocol-config", type=Path, metavar="FILE",
+        help="protocol settings JSON: broadcaster, admission, router and subscriber sections (default: "
+             "$PUBSUB_PROTOCOL_CONFIG, else the protocol defaults)",
     )
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="TOML settings file, as every command's (default: $PUBSUB_CONFIG); simulate reads its "
+                             "protocol_config and seam")
     parser.add_argument(
         "--relay-proofs", action="store_true",
         help="also write each subscriber's per-block relay view (<realm>.relay-proofs), what Stage R hands Stage S",
@@ -51,43 +65,48 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--seam", choices=SEAM_MODES,
         help="what Stage R hands Stage S: delta (changed proof nodes) or full (whole proofs, the checking mode); "
-             "default: the config's seam, else delta. The outputs are the same either way",
+             "default: $PUBSUB_SEAM, else the protocol config's seam, else delta. The outputs are the same either way",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    settings = load_settings(overrides={"protocol_config": args.protocol_config, "seam": args.seam},
+                             config_file=args.config)
     try:
-        config = load_protocol_config(args.config, args.seam)
+        config = load_protocol_config(settings.protocol_config, settings.seam)
     except (OSError, json.JSONDecodeError, ConfigError) as exc:
-        console.print(f"[red]Cannot read the config {args.config}:[/] {exc}")
-        return 2
-    if str(args.events) != "-" and not args.events.is_file():
-        console.print(f"[red]No event log at {args.events}.[/]")
-        return 2
+        raise UsageError(f"cannot read the protocol config {settings.protocol_config}: {exc}") from exc
+    stdin = str(args.events) == "-"
+    if not stdin and not args.events.is_file():
+        raise UsageError(f"no event log at {args.events}")
     summary = Summary()
     started = time.perf_counter()
-    with ExitStack() as stack:
-        source: BinaryIO = sys.stdin.buffer if str(args.events) == "-" else stack.enter_context(args.events.open("rb"))
-        sink: TextIO = sys.stdout if args.output is None else stack.enter_context(args.output.open("w"))
-        total = None if str(args.events) == "-" else args.events.stat().st_size
-        progress = stack.enter_context(Progress(
-            TextColumn("simulating"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[blocks]} blocks"),
-            TimeElapsedColumn(), console=console, transient=True, disable=args.quiet or args.output is None,
-        ))
-        task = progress.add_task("simulate", total=total, blocks=0)
-        tune_garbage_collector()
-        simulator = Simulator(config, relay_proofs=args.relay_proofs)
-        try:
+    try:
+        with ExitStack() as stack:
+            sink = stack.enter_context(atomic_output(args.output, [args.events, settings.protocol_config]))
+            source: BinaryIO = sys.stdin.buffer if stdin else stack.enter_context(args.events.open("rb"))
+            total = None if stdin else args.events.stat().st_size
+            progress = stack.enter_context(Progress(
+                TextColumn("simulating"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[blocks]} blocks"),
+                TimeElapsedColumn(), console=console, transient=True, redirect_stdout=False, redirect_stderr=False,
+                disable=args.quiet or not console.is_terminal or (sink is sys.stdout and sys.stdout.isatty()),
+            ))
+            task = progress.add_task("simulate", total=total, blocks=0)
+            tune_garbage_collector()
+            simulator = Simulator(config, relay_proofs=args.relay_proofs)
             for line, size in lines(source):
                 summary.inputs += not is_blank(line)
                 write(sink, simulator.feed_line(line), summary)
                 progress.update(task, advance=size, blocks=summary.blocks)
             write(sink, simulator.finish(), summary)
-        except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 0
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        kept = "" if args.output is None or str(args.output) == "-" else f"; {args.output} left as it was"
+        raise Interrupted(f"interrupted after {summary.inputs} input lines and {summary.blocks} blocks{kept}") from None
     if not args.quiet:
         summary.print(time.perf_counter() - started, args.output)
     return 0
@@ -143,13 +162,14 @@ class Summary:
         for column in ("status", "reason", "records"):
             table.add_column(column, justify="right" if column == "records" else "left")
         table.add_row("applied", "", str(self.applied))
-        for (status, reason), count in sorted(self.outcomes.items()):
-            table.add_row(status, reason, str(count))
+        for (status, reason), records in sorted(self.outcomes.items()):
+            table.add_row(status, reason, str(records))
         console.print(table)
         rate = self.blocks / seconds if seconds > 0 else 0.0
-        where = f" to {output}" if output is not None else ""
+        where = f" to {output}" if output is not None and str(output) != "-" else ""
         console.print(
-            f"{self.inputs} input lines, {self.blocks} blocks sealed, {sum(self.topics.values())} output records{where}: "
+            f"{count(self.inputs, 'input line')}, {count(self.blocks, 'block')} sealed, "
+            f"{count(sum(self.topics.values()), 'output record')}{where}: "
             f"{self.topics['updates']} updates, {self.topics['events']} events, {self.topics['rejected']} rejections, "
             f"{self.topics['pov']} PoV records ({self.incomplete} incomplete), {self.proof_bytes} proof bytes; "
             f"{seconds:.2f}s ({rate:.1f} blocks/s, {build_name()} protocol)."

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from cli.commands.common import console
+from cli.commands.common import console, count
 
 
 def register(subparsers: Any) -> None:
@@ -22,6 +22,7 @@ def register(subparsers: Any) -> None:
             "on any difference. On the embedded broker the log's topics are reset first; on an external cluster "
             "they must not exist (or pass --reset-topics). Use it to trust an upgrade, a config or a cluster."
         ),
+        epilog="Examples: pubsub verify examples/busy.jsonl; pubsub verify events.jsonl --max-offsets-per-trigger 7.",
     )
     parser.add_argument("event_log", type=Path, metavar="EVENTS.jsonl", help="the event log (JSON lines)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         for example in t.examples:
             console.print(f"  {t.topic}: {example}")
     if result.pending_at_end:
-        console.print(f"{result.pending_at_end} records are still waiting for a block (the simulator rejects them at "
+        console.print(f"{count(result.pending_at_end, 'record')} still waiting for a block (the simulator rejects them at "
                       "the end of its input; a stream never ends, so the job keeps them).")
     if not result.ok:
         console.print("[bold red]The job's outputs differ from the simulator's.[/]")

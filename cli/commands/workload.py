@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -14,6 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cli.commands.common import add_kafka_arguments, console, settings_from
+from cli.errors import Interrupted, UsageError
+from cli.output import atomic_output
 from producers.live import (
     BLOCK_TIME,
     MESSAGES_PER_PARA_PER_BLOCK,
@@ -23,6 +27,7 @@ from producers.live import (
     run_live,
     stop_on_signals,
 )
+from producers.topics import realm_is_valid
 from producers.workload import WorkloadSpec, generate, parse_ttl_mix
 from supervise.kafka_broker import ensure_kafka
 
@@ -54,12 +59,16 @@ def register(subparsers: Any) -> None:
             f"Live pacing: each para sends at most {MESSAGES_PER_PARA_PER_BLOCK} upward messages per --block-time "
             "(the router refuses a block's candidate of more than 16), packing up to 16 publishes into a message "
             "when the rate needs it. A restart resumes positions and seqnos from the topics. "
+            "Examples: pubsub workload -o events.jsonl --seed 7 --blocks 50 --bad-records 0.05; "
+            "pubsub workload -o - --seed 7 | pubsub simulate -; "
+            "pubsub workload --live --realm polkadot --rate 20 --seconds 60. "
             "Details: docs/operations.md, 'Live producers'."
         ),
         formatter_class=_DefaultsFormatter,
     )
     parser.add_argument("-o", "--output", type=Path, default=None, metavar="EVENTS.jsonl",
-                        help="where to write the log (required without --live)")
+                        help="where to write the log, '-' for stdout (required without --live); written whole or "
+                             "not at all")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     parser.add_argument("--blocks", type=int, default=20, help="relay blocks with traffic")
     parser.add_argument("--quiet-blocks", type=int, default=3, help="blocks without publishes at the end, so subscribers catch up")
@@ -91,11 +100,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.output is None and not args.live:
-        console.print("[red]Give -o EVENTS.jsonl (a log file) or --live (send to Kafka).[/]")
-        return 2
+        raise UsageError("give -o EVENTS.jsonl (a log file, '-' for stdout) or --live (send to Kafka)")
     if args.output is not None and args.live:
-        console.print("[red]-o and --live exclude each other.[/]")
-        return 2
+        raise UsageError("-o and --live exclude each other")
+    if not realm_is_valid(args.realm):
+        raise UsageError(f"--realm {args.realm!r} cannot name Kafka topics: use 1-249 of [A-Za-z0-9._-] "
+                         "(the topics are <realm>.<stream>)")
     try:
         spec = WorkloadSpec(
             seed=args.seed, blocks=args.blocks, publishers=args.publishers, system_publishers=args.system_publishers,
@@ -105,27 +115,36 @@ def run(args: argparse.Namespace) -> int:
             realm=args.realm,
         )
     except ValueError as exc:
-        console.print(f"[red]Bad workload:[/] {exc}")
-        return 2
+        raise UsageError(f"bad workload: {exc}") from exc
     if args.live:
         return run_live_command(args, spec)
     counts: Counter[str] = Counter()
     lines = 0
     columns = (TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TextColumn("blocks"),
                TextColumn("{task.fields[lines]} lines"), TimeElapsedColumn(), TimeRemainingColumn())
-    with args.output.open("w") as sink, Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("workload", total=spec.blocks + spec.quiet_blocks, lines=0)
-        for chunk in generate(spec, counts):
-            sink.writelines(line + "\n" for line in chunk)
-            lines += len(chunk)
-            progress.update(task, advance=1, lines=lines)
+    try:
+        with atomic_output(args.output) as sink, Progress(
+            *columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False,
+            disable=not console.is_terminal or (sink is sys.stdout and sys.stdout.isatty()),
+        ) as progress:
+            task = progress.add_task("workload", total=spec.blocks + spec.quiet_blocks, lines=0)
+            for chunk in generate(spec, counts):
+                sink.writelines(line + "\n" for line in chunk)
+                lines += len(chunk)
+                progress.update(task, advance=1, lines=lines)
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted after {lines} lines; no log written") from None
     table = Table(title=f"Workload (seed {spec.seed})", show_edge=False)
     table.add_column("generated")
     table.add_column("count", justify="right")
     for name, count in sorted(counts.items()):
         table.add_row(name, str(count))
     console.print(table)
-    console.print(f"Wrote {lines} lines to {args.output}.")
+    where = "stdout" if str(args.output) == "-" else args.output
+    console.print(f"Wrote {lines} line{'' if lines == 1 else 's'} to {where}.")
     return 0
 
 
@@ -135,8 +154,7 @@ def run_live_command(args: argparse.Namespace, workload: WorkloadSpec) -> int:
         spec = LiveSpec(workload, args.rate, args.seconds, args.block_time)
         pacing = spec.pacing()
     except (ValueError, LiveRateError) as exc:
-        console.print(f"[red]Bad live run:[/] {exc}")
-        return 2
+        raise UsageError(f"bad live run: {exc}") from exc
     settings, _ = ensure_kafka(settings_from(args))
     publishers = workload.system_publishers + workload.publishers
     console.print(f"Sending {spec.rate:g} publishes/s to {workload.realm}: {publishers} publishers take turns, "

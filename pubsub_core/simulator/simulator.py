@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from state import MemoryBackend, StateBackend
 
 from pubsub_core.stages.config import SimulatorConfig
-from pubsub_core.stages.ingest import LineRouter, ingest_record, is_blank
+from pubsub_core.stages.ingest import LineRouter, ingest_record
 from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage, RelayStep
 from pubsub_core.stages.subscriber_stage import SubscriberStage
@@ -54,9 +54,9 @@ class Simulator:
         blank lines are skipped); returns the outputs it caused, in order. Whatever the line holds (not UTF-8,
         not JSON, too large), it ends in outputs, never an exception. The line goes through the same edge as a
         produced Kafka record would."""
-        if is_blank(line):
+        routed = self.router.feed(line)
+        if routed is None:
             return []
-        routed = self.router.route(line.rstrip("\r\n") if isinstance(line, str) else line.rstrip(b"\r\n"))
         if isinstance(routed, OutputRecord):
             return [routed]
         record, offset = routed

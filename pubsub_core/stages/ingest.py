@@ -134,8 +134,12 @@ def rejection(realm: str, key: str, log_id: str, error: IngestError) -> OutputRe
 
 
 class LineRouter:
-    """Routes event-log lines, numbering each line within its topic (its Kafka offset once produced; lines
-    that name no legal Kafka topic are numbered within ``?``, lines naming a topic we do not read within it).
+    """Routes event-log lines, numbering each routed line within its topic (its Kafka offset once produced) and
+    counting every line of the log (blank ones too) from 1, so that a line it cannot route (not UTF-8 or not JSON,
+    no Kafka topic name, a stream we do not read, too large) gets the id ``ingest/line-<n>``: its line number in
+    the file, the same in ``pubsub simulate`` and ``pubsub produce`` (both route with this class; the job never
+    sees such a line, only the rejection produce sends). The rejection goes to the line's realm when its topic
+    names one, else to ``default_realm``.
 
     ``max_record_bytes`` caps a line before anything parses it (``RecordTooLarge``)."""
 
@@ -143,6 +147,8 @@ class LineRouter:
         self.default_realm = default_realm
         self.max_record_bytes = max_record_bytes
         self.offsets: dict[str, int] = {}
+        self.line = 0
+        """The number of the last line seen (1 for the first line of the log)."""
 
     def _next(self, topic: str) -> int:
         offset = self.offsets.get(topic, 0)
@@ -161,22 +167,46 @@ class LineRouter:
             raise IngestError("MalformedJson", f"the key is a JSON {type(key).__name__}, not a string or null", text)
         return entry["topic"], key, entry["value"]
 
+    def feed(self, raw: str | bytes) -> tuple[Routed, int] | OutputRecord | None:
+        """The next line of the log as read (its line break, if any, is dropped; so is a UTF-8 byte order mark at
+        the start of line 1): None if it is blank, else what ``route`` gives."""
+        text = raw.rstrip("\r\n") if isinstance(raw, str) else raw.rstrip(b"\r\n")
+        if self.line == 0:
+            text = text.removeprefix("\ufeff") if isinstance(text, str) else text.removeprefix(_BOM)
+        if is_blank(text):
+            self.line += 1
+            return None
+        return self.route(text)
+
     def route(self, text: str | bytes) -> tuple[Routed, int] | OutputRecord:
-        """A non-blank line as (its Kafka record, its offset in that topic), or the rejection in its place."""
+        """The next line, not blank, as (its Kafka record, its offset in that topic), or the rejection in its
+        place."""
+        self.line += 1
         try:
             topic, key, value = self._parse(text)
         except IngestError as exc:
-            return rejection(self.default_realm, "", f"?@{self._next('?')}", exc)
+            return self._refuse(self.default_realm, "", exc)
         key_text = "" if key is None else key
         if not _KAFKA_TOPIC.fullmatch(topic):
             error = IngestError("UnknownTopic", f"{short(topic, 80)!r} is not a Kafka topic name", topic)
-            return rejection(self.default_realm, key_text, f"?@{self._next('?')}", error)
+            return self._refuse(self.default_realm, key_text, error)
         try:
             split_topic(topic)
         except IngestError as exc:
-            return rejection(self.default_realm, key_text, f"{topic}@{self._next(topic)}", exc)
+            realm = topic.rpartition(".")[0]
+            return self._refuse(realm if realm and _KAFKA_TOPIC.fullmatch(realm + _LONGEST_SUFFIX) else
+                                self.default_realm, key_text, exc)
         raw = value if isinstance(value, str) else canonical_json(value)
         return Routed(topic, None if key is None else _utf8(key_text), _utf8(raw)), self._next(topic)
+
+    def _refuse(self, realm: str, key: str, error: IngestError) -> OutputRecord:
+        return rejection(realm, key, f"line-{self.line}", error)
+
+
+_BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte order mark, which some editors put at the start of a file."""
+_LONGEST_SUFFIX = ".relay-views"
+"""The longest suffix of a realm's topics: a realm is usable for a rejection if its topics are all legal names."""
 
 
 def decode_record(topic: str, key: bytes | None, value: bytes | None, offset: int, *,

@@ -110,12 +110,12 @@ def test_unroutable_lines_become_the_simulators_rejections(
     assert pubsub(kafka_settings, "consume", "--topic", f"{realm}.rejected") == 0
     printed = capsys.readouterr().out.splitlines()
     router = LineRouter(realm)  # the simulator's edge; for the lines that are text, the simulator's own outputs:
-    expected = [o.to_line() for raw in log.read_bytes().splitlines() if raw.strip()
-                for o in [router.route(raw)] if isinstance(o, OutputRecord)]
+    expected = [o.to_line() for raw in log.read_bytes().splitlines()
+                for o in [router.feed(raw)] if isinstance(o, OutputRecord)]
     assert expected[:5] == ingest_rejections(text_lines, realm)
     assert sorted(printed) == sorted(expected) and len(printed) == 6  # rejected has 2 partitions: sort
     last = json.loads(expected[-1])
-    assert last["id"] == "ingest/?@4" and last["value"]["reason"] == "MalformedJson"
+    assert last["id"] == "ingest/line-8" and last["value"]["reason"] == "MalformedJson"  # the file's line 8
     assert [(r.key, r.value) for r in read_topic(kafka_settings, f"{realm}.upward")] == [(b"2000", b'{"x":1}')]
 
     again = fresh_realm()

@@ -47,7 +47,7 @@ def parse_log(lines: list[str], refused: frozenset[str] | set[str] = frozenset()
     """``refused``: output ids of ``rejected`` records; a copy refused at ingest is not the record's value."""
     parsed = Parsed()
     offsets: Counter[str] = Counter()
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         if not line.strip(" \t\r\n"):
             continue
         parsed.lines += 1
@@ -57,12 +57,14 @@ def parse_log(lines: list[str], refused: frozenset[str] | set[str] = frozenset()
             if not isinstance(topic, str):
                 raise ValueError(topic)
         except (ValueError, KeyError, TypeError):
-            parsed.ingest_only.append(f"?@{offsets['?']}")
-            offsets["?"] += 1
+            parsed.ingest_only.append(f"line-{number}")
+            continue
+        stream = topic.rpartition(".")[2]
+        if stream not in ("genesis", "upward", "horizontal", "extrinsics", "blocks"):
+            parsed.ingest_only.append(f"line-{number}")  # a stream we do not read: never routed, named by its line
             continue
         log_id = f"{topic}@{offsets[topic]}"
         offsets[topic] += 1
-        stream = topic.rpartition(".")[2]
         if stream == "genesis":
             parsed.genesis.append(log_id)
             continue

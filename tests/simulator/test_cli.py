@@ -45,22 +45,43 @@ def test_simulate_prints_updates_events_and_metering_on_stdout(capsys: pytest.Ca
     assert captured.err == ""
 
 
-def test_simulate_takes_a_config_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["--protocol-config", "--config", "PUBSUB_PROTOCOL_CONFIG"])
+def test_simulate_takes_a_protocol_config(how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The protocol JSON by --protocol-config (as `pubsub job` takes it), by the TOML settings file every other
+    --config takes, or by the environment, as the settings table says."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"subscriber": {"pov_percent": 0}}))
     out = tmp_path / "out.jsonl"
-    assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--config", str(config), "-o", str(out), "--quiet"]) == 0
+    args = ["simulate", str(EXAMPLES / "minimal.jsonl"), "-o", str(out), "--quiet"]
+    if how == "--config":
+        toml = tmp_path / "pubsub.toml"
+        toml.write_text(f'protocol_config = "{config}"\n')
+        args += ["--config", str(toml)]
+    elif how == "--protocol-config":
+        args += [how, str(config)]
+    else:
+        monkeypatch.setenv(how, str(config))
+    assert main(args) == 0
     pov = [json.loads(line)["value"] for line in out.read_text().splitlines() if '"polkadot.pov"' in line]
     assert pov and all(p["budget"]["pubsub"] == 0 and p["proof_bytes"] == 0 for p in pov)
+
+
+def test_simulate_refuses_a_bad_seam_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PUBSUB_SEAM", "bogus")
+    assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "seam='bogus' (from environment variable PUBSUB_SEAM)" in captured.err
 
 
 def test_simulate_reports_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(tmp_path / "missing.jsonl")]) == 2
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"subscriber": {"no_such_field": 1}}))
-    assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--config", str(config)]) == 2
+    assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--protocol-config", str(config)]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "No event log" in err and "no_such_field" in err
+    assert "no event log" in err and "no_such_field" in err
 
 
 def test_workload_writes_the_seeded_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

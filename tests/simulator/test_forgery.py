@@ -154,10 +154,10 @@ def test_any_interleaving_of_topics_gives_the_same_outputs_hostile_lines_include
     lines, _ = attacked(stream, "between", seed=2, targets=2)
     lines.insert(5, '{"topic": "polkadot.upward", "key": "2000", "value": {')
     lines.insert(9, canonical_json({"topic": "polkadot.sideways", "key": "x", "value": 1}))
-    baseline = settled(run(lines))
+    baseline = settled(_unnumbered(run(lines)))
     for variant in interleavings(lines, random.Random(stream)):
         assert sorted(variant) == sorted(lines)
-        assert settled(run(variant)) == baseline
+        assert settled(_unnumbered(run(variant))) == baseline
 
 
 def settled(outputs: list[str]) -> list[str]:
@@ -165,6 +165,12 @@ def settled(outputs: list[str]) -> list[str]:
     block is seen stalled depends on how far the blocks ran ahead of their records in that reading."""
     return sorted(line for line in outputs if not re.search(r'"kind":"(?:Stalled|Resumed)"', line)
                   or not _topic(line).endswith(".health"))
+
+
+def _unnumbered(outputs: list[str]) -> list[str]:
+    """Outputs with the line numbers of unroutable lines masked: they name where the line is in the file, which an
+    interleaving moves; everything else must be equal."""
+    return [re.sub(r'line-\d+"', 'line-?"', line) for line in outputs]
 
 
 def test_records_and_blocks_wait_for_the_genesis_then_apply_as_if_it_came_first() -> None:

@@ -122,7 +122,7 @@ def test_every_hostile_line_is_one_typed_rejection_through_pubsub_simulate(tmp_p
     config = str(pinned_config(tmp_path / "config.json"))
     for name in ("events", "clean"):
         assert main(["simulate", str(tmp_path / f"{name}.jsonl"), "-o", str(tmp_path / f"{name}.out"), "--quiet",
-                     "--config", config]) == 0
+                     "--protocol-config", config]) == 0
     kept, refused = refusals((tmp_path / "events.out").read_text().splitlines())
     clean, none = refusals((tmp_path / "clean.out").read_text().splitlines())
     assert kept == clean and not none
@@ -156,7 +156,9 @@ def test_garbage_bytes_never_stop_a_run_nor_change_the_blocks(garbage: list[tupl
         o.to_line() for o in simulator.finish()]
     kept, refused = refusals(outputs)
     assert kept == baseline
-    assert len(refused) == sum(not is_blank(raw) for _, raw in garbage)
+    first = lines[0]  # a byte order mark at the start of line 1 is dropped: a line of only that is blank
+    bom_only = isinstance(first, bytes) and not is_blank(first) and is_blank(first.removeprefix(b"\xef\xbb\xbf"))
+    assert len(refused) == sum(not is_blank(raw) for _, raw in garbage) - bom_only
 
 
 def test_kafka_records_take_the_same_edge() -> None:
