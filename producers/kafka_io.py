@@ -215,7 +215,7 @@ def send(
 _INTERRUPT_FLUSH_SECONDS = 10.0
 
 
-class SendInterrupted(PubSubError):
+class SendInterrupted(ProducerError):
     """``send`` was interrupted (Ctrl-C) after handing ``sent`` records to the client; ``report`` has what was
     delivered, ``undelivered`` how many were still in the client when it gave up waiting."""
 
