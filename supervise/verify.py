@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from producers.kafka_io import ProducedRecord, produce, read_outputs, route_event_log
-from producers.topics import ensure_realm_topics, realm_topic_names
+from producers.topics import admin_client, ensure_realm_topics, realm_topic_names
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import OUTPUTS, topic
@@ -119,9 +119,7 @@ def fresh_topics(lines: Sequence[bytes], settings: Settings,
     config = load_protocol_config(settings.protocol_config)
     records, realms = _records(lines, config.default_realm)
     every = [t for realm in sorted(realms) for t in realm_topic_names(realm)]
-    from confluent_kafka.admin import AdminClient
-
-    existing = set(AdminClient(settings.kafka_client_config()).list_topics(timeout=10).topics) & set(every)
+    existing = set(admin_client(settings).list_topics(timeout=10).topics) & set(every)
     if existing and not reset_topics:
         raise BrokerError(f"topics {sorted(existing)[:3]}... exist already on {settings.kafka_bootstrap}: "
                           "verify needs fresh topics (pass --reset-topics to delete them)")
