@@ -26,7 +26,7 @@ from streaming.settings import Settings
 from supervise.errors import BrokerError
 from supervise.kafka_broker import delete_topics, ensure_kafka
 
-__all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "expected_sizes", "fresh_topics",
+__all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "fresh_topics",
            "verify_log"]
 
 
@@ -127,13 +127,6 @@ def fresh_topics(lines: Sequence[bytes], settings: Settings,
     for realm in sorted(realms):
         ensure_realm_topics(settings, realm, partitions=settings.views_partitions)
     return records, sorted(realms)
-
-
-def expected_sizes(lines: Sequence[bytes], settings: Settings) -> Counter[str]:
-    """How many records the job writes to each output topic for ``lines``: the simulator's, less its end-of-input
-    rejections (a stream never ends)."""
-    expected, _ = expected_outputs(lines, Simulator(load_protocol_config(settings.protocol_config)))
-    return Counter(record.topic for record in expected)
 
 
 def check_outputs(lines: Sequence[bytes], settings: Settings, realms: Sequence[str],

@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pubsub_core.broadcaster import Balances, DataPublished, NotRegistered, TotalStorageSizeExceeded
-from pubsub_core.codec.registry import scale_encode
 from pubsub_core.xcm import (
     AllowPublishFrom,
     AllowTopLevelPaidExecutionFrom,
@@ -43,7 +42,9 @@ from pubsub_core.xcm.types import (
     WeightLimit,
     WithdrawAsset,
 )
+
 from tests.relay.helpers import ALICE, BOB, key, setup
+from tests.support.scale_registry import scale_decode, scale_encode
 
 PARA_2000 = Location.parachain(2000)
 NATIVE = Location()
@@ -333,8 +334,6 @@ INSTRUCTIONS = st.one_of(
 
 @given(st.lists(INSTRUCTIONS, max_size=6))
 def test_versioned_xcm_layout_agrees_with_the_registry(instructions: list[object]) -> None:
-    from pubsub_core.codec.registry import scale_decode
-
     data = encode_versioned_xcm(Xcm(tuple(instructions)))  # type: ignore[arg-type]
     decoded = scale_decode("VersionedXcm", data)
     assert scale_encode("VersionedXcm", decoded) == data
