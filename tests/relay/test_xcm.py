@@ -11,6 +11,7 @@ from pubsub_core.xcm import (
     AllowPublishFrom,
     AllowTopLevelPaidExecutionFrom,
     BarrierChain,
+    BarrierRefused,
     BarrierRejected,
     Equals,
     Everything,
@@ -28,7 +29,6 @@ from pubsub_core.xcm import (
     encode_versioned_xcm,
     sovereign_account,
 )
-from pubsub_core.xcm.barriers import Refused
 from pubsub_core.xcm.types import (
     AccountId32,
     Parachain,
@@ -56,7 +56,7 @@ def publishes(count: int) -> Xcm:
 
 
 def refusal(barrier: AllowPublishFrom | AllowTopLevelPaidExecutionFrom, origin: Location, message: Xcm) -> ProcessMessageError:
-    with pytest.raises(Refused) as raised:
+    with pytest.raises(BarrierRefused) as raised:
         barrier.should_execute(origin, message, NO_WEIGHT)
     return raised.value.error
 
@@ -217,7 +217,7 @@ def test_paid_execution_barrier_shapes() -> None:
     ok = Xcm((WithdrawAsset((Asset(NATIVE, 10),)), ClearOrigin(), buy))
     paid.should_execute(PARA_2000, ok, Weight(5, 0))
     assert refusal(paid, PARA_2000, Xcm((buy,))) is ProcessMessageError.BAD_FORMAT
-    with pytest.raises(Refused) as raised:
+    with pytest.raises(BarrierRefused) as raised:
         paid.should_execute(PARA_2000, ok, Weight(6, 0))
     assert raised.value.error is ProcessMessageError.OVERWEIGHT
 
