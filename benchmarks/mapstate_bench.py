@@ -202,7 +202,7 @@ class MapStateProbe(StatefulProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         """Per input row (one per batch), a pandas frame of its timings."""
-        import pandas as pd  # type: ignore[import-untyped]
+        import pandas as pd
 
         for frame in rows:
             for row in frame.to_dict("records"):

@@ -268,10 +268,10 @@ def main() -> None:
     log_digest = make_log(args.log)
     if args.record is not None:
         result = run_tree(args.record, args.log)
-        reference = {"digest": result["digest"], "outputs": result["outputs"], "publishes": result["publishes"],
-                     "log_sha256": log_digest, "workload": WORKLOAD_FLAGS, **_commit(args.record)}
-        REFERENCE.write_text(json.dumps(reference, indent=2) + "\n")
-        print(json.dumps(reference, indent=2))
+        recorded = {"digest": result["digest"], "outputs": result["outputs"], "publishes": result["publishes"],
+                    "log_sha256": log_digest, "workload": WORKLOAD_FLAGS, **_commit(args.record)}
+        REFERENCE.write_text(json.dumps(recorded, indent=2) + "\n")
+        print(json.dumps(recorded, indent=2))
         return
     if args.profile:
         stats = Path("/tmp/simulator_bench.prof")

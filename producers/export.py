@@ -73,7 +73,7 @@ def interleave(topics: Iterable[Iterable[ConsumedRecord]]) -> Iterator[ConsumedR
 
 
 def export_realm(
-    settings: Settings, realm: str, on_line: Callable[[str], None], on_total: Callable[[int], None] | None = None
+    settings: Settings, realm: str, on_line: Callable[[str], object], on_total: Callable[[int], None] | None = None
 ) -> ExportReport:
     """Read the realm's input topics to their current ends and hand each line to ``on_line`` in ``interleave``
     order; ``on_total`` first gets the number of records to come. ``KafkaIOError`` if a topic is missing."""

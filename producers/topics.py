@@ -62,7 +62,6 @@ __all__ = [
     "realm_topic_specs",
     "record_fits",
     "topic_config",
-    "topic_limits",
 ]
 
 MiB = 1 << 20
@@ -211,15 +210,6 @@ def ensure_realm_topics(
 def create_topics(settings: Settings, topics: Iterable[str], partitions: int, config: Mapping[str, str] | None = None) -> None:
     """Generic topics (not a realm's): create the missing ones with ``partitions`` and ``config``, wait for leaders."""
     ensure_topics(settings, [TopicSpec(name, partitions, dict(config or {})) for name in dict.fromkeys(topics)])
-
-
-def topic_limits(settings: Settings, topics: Iterable[str]) -> dict[str, int]:
-    """Each existing topic's ``max.message.bytes`` as the broker reports it."""
-    admin = admin_client(settings)
-    try:
-        return _limits(admin, list(dict.fromkeys(topics)))
-    except KafkaException as exc:
-        raise TopicError(", ".join(topics), str(exc)) from exc
 
 
 def record_fits(key: bytes | None, value: bytes, headers: Iterable[tuple[str, bytes]], limit: int) -> bool:

@@ -119,7 +119,7 @@ class JobSummary:
 
 
 def _report(query: str, progress: dict[str, Any]) -> BatchReport:
-    observed = (progress["observedMetrics"] or {}).get(query) if "observedMetrics" in progress else None
+    observed: Any = (progress.get("observedMetrics") or {}).get(query)
     metrics: dict[str, Any] = observed.asDict() if hasattr(observed, "asDict") else dict(observed or {})
     waiting = dict(parse_waiting(str(key)) for key in metrics.pop("waiting", None) or [])
     heights: dict[str, int] = {}
@@ -269,7 +269,7 @@ def run_job(
     def follow(queries: list[tuple[str, StreamingQuery]]) -> None:
         last_scan = time.monotonic()
         while running(queries):
-            queries[0][1].awaitTermination(0.5)
+            queries[0][1].awaitTermination(0.5)  # type: ignore[arg-type]  # pyspark takes float seconds, hints int
             for name, query in queries:
                 follower.poll(query, name, available_now)
                 if query.exception() is not None:

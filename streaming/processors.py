@@ -68,7 +68,7 @@ class _Processor:
         return type(self).__name__  # never the seam key nor the Kafka password
 
 
-class RelayOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
+class RelayOperator(_Processor, StatefulProcessor):
     """Stage R in transformWithStateInPandas, keyed by realm."""
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
@@ -77,7 +77,7 @@ class RelayOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
         yield from relay_frames(key[0], rows, self.pages, self.config(), self.seam_key, self.writer())
 
 
-class SubscriberOperator(_Processor, StatefulProcessor):  # type: ignore[misc]
+class SubscriberOperator(_Processor, StatefulProcessor):
     """Stage S in transformWithStateInPandas, keyed by (realm, subscriber, lane): the lane only places the key
     (``streaming.lanes``)."""
 

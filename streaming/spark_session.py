@@ -39,7 +39,7 @@ from streaming.paths import REPO_ROOT, jvm_lib_dir, repo_python_path, runtime_di
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here
 
 __all__ = ["build_spark", "connector_jars", "jit_seconds", "local_file_system_jar", "prepare_environment",
            "pyspark_package_dir", "pyspark_version", "spark_conf", "worker_spark_home"]

@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from typing import Self
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -29,7 +30,7 @@ class TopicFollower:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
-    def start(self) -> TopicFollower:
+    def start(self) -> Self:
         self._thread.start()
         return self
 

@@ -22,10 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient
-
 from producers.topics import create_topics as generic_topics
-from producers.topics import is_serving
+from producers.topics import admin_client, is_serving
 from streaming.errors import JarsMissingError
 from streaming.paths import jvm_lib_dir, runtime_dir
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
@@ -295,7 +293,7 @@ def create_topics(settings: Settings, topics: Iterable[str], partitions: int | N
 
 def delete_topics(settings: Settings, topics: Iterable[str]) -> None:
     """Delete the topics that exist and wait until they are gone (used to start a demo afresh)."""
-    admin = AdminClient(settings.kafka_client_config())
+    admin = admin_client(settings)
     present = [t for t in topics if t in admin.list_topics(timeout=10).topics]
     if not present:
         return

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -196,7 +197,7 @@ class LiveMonitor:
         self.settings = settings
         self.realm = realm
         self._state = LiveSnapshot()
-        self._seen: set[bytes] = set()
+        self._seen: set[str | bytes] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"monitor-{realm}", daemon=True)
@@ -248,6 +249,7 @@ class LiveMonitor:
         if kind == "upward":
             state.upward += 1
             return
+        body: dict[str, Any]
         try:
             if kind == VIEWS:  # binary (pubsub_core.stages.seam); the monitor only looks, so it needs no seam key
                 body = {"view": split_record(message.value() or b"")[0]}

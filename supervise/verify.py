@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from producers.kafka_io import ProducedRecord, produce, read_outputs, route_event_log
-from producers.topics import ensure_realm_topics, realm_topic_names
+from producers.topics import admin_client, ensure_realm_topics, realm_topic_names
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import OUTPUTS, topic
@@ -26,7 +26,7 @@ from streaming.settings import Settings
 from supervise.errors import BrokerError
 from supervise.kafka_broker import delete_topics, ensure_kafka
 
-__all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "expected_sizes", "fresh_topics",
+__all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "fresh_topics",
            "verify_log"]
 
 
@@ -134,9 +134,7 @@ def fresh_topics(lines: Sequence[bytes], settings: Settings,
     config = load_protocol_config(settings.protocol_config)
     records, realms = _records(lines, config.default_realm)
     every = [t for realm in sorted(realms) for t in realm_topic_names(realm)]
-    from confluent_kafka.admin import AdminClient
-
-    existing = set(AdminClient(settings.kafka_client_config()).list_topics(timeout=10).topics) & set(every)
+    existing = set(admin_client(settings).list_topics(timeout=10).topics) & set(every)
     if existing and not reset_topics:
         raise BrokerError(f"topics {sorted(existing)[:3]}... exist already on {settings.kafka_bootstrap}: "
                           "verify needs fresh topics (pass --reset-topics to delete them)")
@@ -144,13 +142,6 @@ def fresh_topics(lines: Sequence[bytes], settings: Settings,
     for realm in sorted(realms):
         ensure_realm_topics(settings, realm, partitions=settings.views_partitions)
     return records, sorted(realms)
-
-
-def expected_sizes(lines: Sequence[bytes], settings: Settings) -> Counter[str]:
-    """How many records the job writes to each output topic for ``lines``: the simulator's, less its end-of-input
-    rejections (a stream never ends)."""
-    expected, _ = expected_outputs(lines, Simulator(load_protocol_config(settings.protocol_config)))
-    return Counter(record.topic for record in expected)
 
 
 def check_outputs(lines: Sequence[bytes], settings: Settings, realms: Sequence[str],

@@ -53,6 +53,7 @@ from producers.topics import ensure_realm_topics
 from pubsub_core.stages.topics import topic
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings, load_settings
+from supervise.cluster import StandaloneCluster
 from supervise.follow import TopicFollower
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
@@ -289,7 +290,7 @@ class ChaosResult:
     def figures(self) -> dict[str, object]:
         kinds = Counter(e.kind for e in self.events)
         recoveries = [e.recovery_seconds for e in self.events if e.recovery_seconds is not None]
-        totals = Counter()
+        totals: Counter[str] = Counter()
         for counts in self.topics.values():
             totals.update(counts)
         return {
@@ -326,7 +327,7 @@ class ChaosRun:
         self.rng = random.Random(plan.seed)
         self.broker = EmbeddedKafka(home=work / "kafka")
         self.parts = Parts(work / "logs")
-        self.cluster = None
+        self.cluster: StandaloneCluster | None = None
         self.master: str | None = None
         self.tracker: OutputTracker | None = None
         self.settings: Settings | None = None
@@ -528,7 +529,6 @@ class ChaosRun:
             i += 1
 
     def run(self) -> ChaosResult:
-        from supervise.cluster import StandaloneCluster
         from supervise.verify import check_outputs
 
         p = self.plan
@@ -536,12 +536,12 @@ class ChaosRun:
             info = self.broker.start()
             self.settings = load_settings(overrides={"kafka_bootstrap": info.bootstrap})
             ensure_realm_topics(self.settings, self.realm, partitions=self.settings.views_partitions)
-            self.tracker = OutputTracker(self.settings, self.realm).start()
+            tracker = self.tracker = OutputTracker(self.settings, self.realm).start()
             for name in ("job", "producer", "author"):
                 self.start_part(name)
             self.say(f"realm {self.realm}: broker {info.bootstrap}, work {self.work}")
-            self.wait(lambda: self.tracker.snapshot()[1] > 0, 600, "the job's first output")
-            self.say(f"[{self.now():6.0f}s] warm: outputs at block {self.tracker.snapshot()[1]}")
+            self.wait(lambda: tracker.snapshot()[1] > 0, 600, "the job's first output")
+            self.say(f"[{self.now():6.0f}s] warm: outputs at block {tracker.snapshot()[1]}")
             local, on_cluster = self.schedule()
             self.run_events(local)
             if on_cluster:
@@ -554,7 +554,7 @@ class ChaosRun:
                 self.say(f"[{self.now():6.0f}s] job on {self.master}, recovered in {switched.recovery_seconds:.1f}s")
                 self.result.unplanned_notes.append(f"switch to cluster: recovery {switched.recovery_seconds:.1f}s")
                 self.run_events(on_cluster)
-            self.wait(lambda: self.tracker.snapshot()[0] >= p.blocks, p.deadline_seconds, f"{p.blocks} blocks")
+            self.wait(lambda: tracker.snapshot()[0] >= p.blocks, p.deadline_seconds, f"{p.blocks} blocks")
             self.drain()
             exported = self.work / "events.jsonl"
             from cli.main import main as pubsub
@@ -584,17 +584,18 @@ class ChaosRun:
     def drain(self) -> None:
         """Stop the producer (it flushes), let the author write two more blocks, stop it, wait until Stage S served
         every subscriber at the last block, stop the job."""
-        assert self.tracker is not None
+        tracker = self.tracker
+        assert tracker is not None
         code = self.parts.stop("producer", signal.SIGINT)
         if code != 0:
             self.result.unplanned_notes.append(f"producer stopped with {code}: {tail(self.parts.procs['producer'].log, 3)}")
-        head = self.tracker.snapshot()[0]
-        self.wait(lambda: self.tracker.snapshot()[0] >= head + 2, 300, "two blocks after the producer stopped")
+        head = tracker.snapshot()[0]
+        self.wait(lambda: tracker.snapshot()[0] >= head + 2, 300, "two blocks after the producer stopped")
         self.parts.stop("author", signal.SIGINT)
-        last = self.tracker.snapshot()[0]
+        last = tracker.snapshot()[0]
         self.result.blocks = last
         subscribers = set(range(3000, 3000 + self.plan.subscribers))
-        self.wait(lambda: all(self.tracker.snapshot()[2].get(s, 0) >= last for s in subscribers), 900,
+        self.wait(lambda: all(tracker.snapshot()[2].get(s, 0) >= last for s in subscribers), 900,
                   f"every subscriber served at block {last}")
         self.parts.stop("job", signal.SIGTERM)
         self.say(f"[{self.now():6.0f}s] drained at block {last}")

@@ -31,8 +31,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import write_result
+
+if TYPE_CHECKING:  # imported lazily at run time: a target loads only what it fuzzes
+    from rich.table import Table
+
+    from pubsub_core.envelope import KeyRegistry, Signer
+    from pubsub_core.relay import Genesis
+    from pubsub_core.simulator import Simulator
+    from pubsub_core.subscriber import BlockContext, RelayProof, SubscriberConfig, Subscriptions
+    from state import MemoryBackend
 
 ROOT = Path(__file__).resolve().parents[2]
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
@@ -170,13 +180,13 @@ def _read_vec(data: bytes) -> list[bytes]:
 
 
 @cache
-def workload() -> tuple[list[bytes], dict[str, object]]:
-    """A generated event log with every kind of record (and a few bad ones), and its cast (the fixed keys)."""
-    from producers.workload import WorkloadSpec, actors, generate, signer
+def workload() -> tuple[list[bytes], Signer]:
+    """A generated event log with every kind of record (and a few bad ones), and its block author's key."""
+    from producers.workload import WorkloadSpec, generate, signer
 
     spec = WorkloadSpec(seed=3, blocks=6, bad_records=0.1)
     lines = [line.encode() for chunk in generate(spec) for line in chunk]
-    return lines, {"actors": actors(spec), "author": signer("author")}
+    return lines, signer("author")
 
 
 @cache
@@ -202,7 +212,7 @@ def _records() -> list[tuple[str, str, bytes]]:
 
 
 @cache
-def registry():  # noqa: ANN201 - a KeyRegistry, imported lazily
+def registry() -> tuple[KeyRegistry, Genesis]:
     from pubsub_core.stages.records import GenesisRecord, decode_value
 
     first = json.loads(workload()[0][0])
@@ -276,7 +286,8 @@ def scale_target() -> Target:
 
     def reader_all(data: bytes) -> None:
         r = ScaleReader(data)
-        r.u8(), r.u16(), r.u32(), r.u64(), r.compact(), r.bytes_vec(), r.finish()
+        r.u8(), r.u16(), r.u32(), r.u64(), r.compact(), r.bytes_vec()
+        r.finish()
 
     decoders: list[Callable[[bytes], object]] = [
         lambda d: PublishedEntry.decode(d),
@@ -344,7 +355,7 @@ def header_target() -> Target:
     from state import MemoryBackend
 
     keys, genesis = registry()
-    author = workload()[1]["author"]
+    author = workload()[1]
     config = RelayConfig(registry=keys)
     topic = Topic(REALM, "blocks", "author")
 
@@ -376,8 +387,9 @@ def header_target() -> Target:
 
 
 @cache
-def trie_vectors() -> dict[str, object]:
-    return json.loads((ROOT / "tests" / "trie" / "vectors" / "trie.json").read_text())
+def trie_vectors() -> dict[str, Any]:
+    vectors: dict[str, Any] = json.loads((ROOT / "tests" / "trie" / "vectors" / "trie.json").read_text())
+    return vectors
 
 
 def proof_target() -> Target:
@@ -399,7 +411,7 @@ def proof_target() -> Target:
         read_proof(root, nodes, keys)
 
     corpus = []
-    for proof in trie_vectors()["proofs"]:  # type: ignore[index]
+    for proof in trie_vectors()["proofs"]:
         nodes = [bytes.fromhex(n) for n in proof["nodes"]]
         reads = [bytes.fromhex(k) for k in proof["reads"]] if isinstance(proof["reads"], dict) else [
             bytes.fromhex(r[0] if isinstance(r, list) else r["key"]) for r in proof["reads"]]
@@ -411,11 +423,11 @@ def proof_target() -> Target:
 
 @dataclass
 class _ProofFixture:
-    ctx: object
-    subs: object
-    backend: object
-    config: object
-    proof: object
+    ctx: BlockContext
+    subs: Subscriptions
+    backend: MemoryBackend
+    config: SubscriberConfig
+    proof: RelayProof
 
 
 @cache
@@ -466,17 +478,17 @@ def relay_proof_target() -> Target:
             raise Rejected("empty")
         f = fixtures[data[0] % len(fixtures)]
         genuine = f.proof
-        proof = RelayProof(genuine.relay_block_number, genuine.relay_block_hash, genuine.relay_root,  # type: ignore[attr-defined]
+        proof = RelayProof(genuine.relay_block_number, genuine.relay_block_hash, genuine.relay_root,
                            tuple(_read_vec(data[1:])))
-        process_relay_proof(StateTransaction(f.backend), proof, f.ctx, f.subs, f.config)  # type: ignore[arg-type]
+        process_relay_proof(StateTransaction(f.backend), proof, f.ctx, f.subs, f.config)
 
-    corpus = [bytes([i]) + _scale_vec(f.proof.nodes) for i, f in enumerate(fixtures)]  # type: ignore[attr-defined]
+    corpus = [bytes([i]) + _scale_vec(f.proof.nodes) for i, f in enumerate(fixtures)]
     return Target("relay_proof", "subscriber proof processing: collate, then process_relay_proof on a tampered proof",
                   run, corpus, "nodes")
 
 
 @cache
-def prepared_simulator():  # noqa: ANN201 - a Simulator
+def prepared_simulator() -> Simulator:
     """A simulator fed a valid prefix of the workload log: the genesis and the first two blocks."""
     from pubsub_core.simulator import Simulator
 
@@ -861,7 +873,7 @@ def run_atheris(name: str, runs: int, seed: int, seconds: float | None, measure_
     every loaded pubsub_core function is instrumented."""
     import tempfile
 
-    import atheris  # type: ignore[import-not-found]
+    import atheris
 
     t = target(name)
     stats = Stats()
@@ -889,7 +901,7 @@ def run_atheris(name: str, runs: int, seed: int, seconds: float | None, measure_
     return stats
 
 
-def _table(stats: dict[str, Stats], wall: float):  # noqa: ANN202 - a rich Table
+def _table(stats: dict[str, Stats], wall: float) -> Table:
     from rich.table import Table
 
     table = Table(title=f"fuzz: {sum(s.inputs for s in stats.values()):,} inputs in {wall:.0f} s")

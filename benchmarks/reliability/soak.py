@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import save_plot, write_result
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
@@ -193,7 +194,7 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
     parts = Parts(work / "logs")
     checkpoint = work / "checkpoint"
     tracker = events = None
-    samples: list[dict[str, object]] = []
+    samples: list[dict[str, float]] = []
     result: dict[str, object] = {"plan": plan.__dict__, "realm": realm}
     try:
         info = broker.start()
@@ -356,7 +357,7 @@ def peak_sampler(root: int, stop: threading.Event, peaks: dict[str, int]) -> Non
 
 
 def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int = 5,
-                say: Callable[[str], None] = print) -> dict[str, object]:
+                say: Callable[[str], None] = print) -> dict[str, Any]:
     """A generated log of ``blocks`` blocks in a fresh realm; the job --available-now from a fresh checkpoint for
     each maxOffsetsPerTrigger in ``caps``; peak RSS, batches and seconds per run; outputs checked each time."""
     import subprocess
@@ -370,8 +371,8 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
                         subscribed_keys=8, update_rate=0.5, bad_records=0.0, quiet_blocks=2, realm="backlog")
     lines = [line.encode() for block in generate(spec) for line in block]
     broker = EmbeddedKafka(home=work / "kafka")
-    out: dict[str, object] = {"blocks": blocks, "lines": len(lines), "log_bytes": sum(len(x) + 1 for x in lines),
-                              "runs": []}
+    out: dict[str, Any] = {"blocks": blocks, "lines": len(lines), "log_bytes": sum(len(x) + 1 for x in lines),
+                           "runs": []}
     try:
         info = broker.start()
         settings = load_settings(overrides={"kafka_bootstrap": info.bootstrap})

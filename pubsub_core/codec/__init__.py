@@ -1,4 +1,4 @@
-"""SCALE encoding: hand-written primitives for hot paths, a scalecodec registry for the rest."""
+"""SCALE encoding, written by hand (tests check it against a scalecodec registry, tests/support/scale_registry.py)."""
 
 from pubsub_core.codec.scale import (
     ScaleDecodeError,

@@ -1,4 +1,5 @@
-"""The simulator's configuration: the relay, router and subscriber settings every realm runs with."""
+"""The protocol's configuration: the relay, router and subscriber settings every realm runs with, in the simulator
+and in the Spark job alike."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pubsub_core.codec.scale import encode_u32
 from pubsub_core.hashing import blake2_256
 from pubsub_core.subscriber.config import SubscriberConfig
 
-__all__ = ["WorkItem", "WorkSegment", "order_publishers", "rotate_to_cursor", "work_items", "work_segments"]
+__all__ = ["WorkItem", "WorkSegment", "order_publishers", "work_segments"]
 
 WorkItem = tuple[int, bytes]
 """One unit of proof processing: (publisher para id, 32-byte subscribed key)."""
@@ -33,32 +33,14 @@ def order_publishers(publishers: Sequence[int], relay_block_hash: bytes, config:
     return system + others
 
 
-def work_items(
-    subscriptions: Mapping[int, Sequence[bytes]], relay_block_hash: bytes, config: SubscriberConfig
-) -> list[WorkItem]:
-    """Flatten subscriptions into the block's processing order (keys deduplicated and ascending)."""
-    order = order_publishers(list(subscriptions), relay_block_hash, config)
-    return [(para, key) for para in order for key in sorted(set(subscriptions[para]))]
-
-
-def rotate_to_cursor(items: Sequence[WorkItem], cursor: WorkItem | None) -> list[WorkItem]:
-    """Start at the cursor's item and wrap around; an absent or stale cursor starts at the beginning."""
-    if cursor is None:
-        return list(items)
-    try:
-        start = items.index(cursor)
-    except ValueError:
-        return list(items)
-    return list(items[start:]) + list(items[:start])
-
-
 def work_segments(
     subscriptions: Mapping[int, Sequence[bytes]],
     relay_block_hash: bytes,
     config: SubscriberConfig,
     cursor: WorkItem | None,
 ) -> list[WorkSegment]:
-    """``rotate_to_cursor(work_items(...), cursor)`` as runs of one publisher each, so that a publisher can be
+    """The block's work items (publishers in ``order_publishers`` order, each one's keys ascending), started at
+    the cursor's item and wrapped around, as runs of one publisher each, so that a publisher can be
     skipped whole (its child root unchanged) without visiting its keys; ``subscriptions`` holds each
     publisher's keys distinct and ascending. The cursor's publisher may appear twice: from the cursor's key to
     its last key first, and from its first key up to the cursor's key last (the wrap-around)."""

@@ -26,7 +26,6 @@ __all__ = [
     "decode_node_cached",
     "encode_header",
     "encode_node",
-    "encode_partial",
     "nibble_index",
 ]
 
@@ -116,11 +115,6 @@ def _header(prefix: int, most: int, count: int) -> bytes:
         return bytes((prefix | count,))
     rest = count - most
     return bytes((prefix | most,)) + b"\xff" * (rest // 255) + bytes((rest % 255,))
-
-
-def encode_partial(partial: str) -> bytes:
-    """Pack nibbles high-first; an odd count puts the first nibble in the low half of a leading byte."""
-    return bytes.fromhex("0" + partial if len(partial) & 1 else partial)
 
 
 _REF_PREFIX = [bytes((length << 2,)) for length in range(HASH_LEN)] + [b"\x80"]

@@ -12,6 +12,7 @@ from pubsub_core.xcm.barriers import (
     OriginFilter,
 )
 from pubsub_core.xcm.errors import (
+    BarrierRefused,
     BarrierRejected,
     ExecutionError,
     ProcessMessageError,
@@ -28,6 +29,7 @@ __all__ = [
     "Barrier",
     "BarrierChain",
     "BarrierPass",
+    "BarrierRefused",
     "BarrierRejected",
     "Equals",
     "Everything",

@@ -1,6 +1,6 @@
 """Barriers: which messages may execute, and whether for free (``AllowPublishFrom``) or paid.
 
-A barrier raises ``_Refused`` with a ``ProcessMessageError``; a ``BarrierChain`` tries each in order, and the
+A barrier raises ``BarrierRefused`` with a ``ProcessMessageError``; a ``BarrierChain`` tries each in order, and the
 first that allows the message wins, so later barriers are not evaluated (seed 002, "Barrier combined with
 other barriers").
 """
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from pubsub_core.xcm.errors import BarrierRejected, ProcessMessageError
+from pubsub_core.xcm.errors import BarrierRefused, BarrierRejected, ProcessMessageError
 from pubsub_core.xcm.types import (
     BuyExecution,
     ClearOrigin,
@@ -35,16 +35,7 @@ __all__ = [
     "Everything",
     "OnlyParachains",
     "OriginFilter",
-    "Refused",
 ]
-
-
-class Refused(Exception):
-    """A single barrier's refusal; the chain collects them into ``BarrierRejected``."""
-
-    def __init__(self, error: ProcessMessageError) -> None:
-        super().__init__(error.value)
-        self.error = error
 
 
 class OriginFilter(Protocol):
@@ -80,7 +71,7 @@ class OnlyParachains:
 
 
 class Barrier(Protocol):
-    """``ShouldExecute``: raise ``Refused`` unless the message may run; ``free`` says no fees are needed."""
+    """``ShouldExecute``: raise ``BarrierRefused`` unless the message may run; ``free`` says no fees are needed."""
 
     @property
     def name(self) -> str: ...
@@ -107,13 +98,13 @@ class AllowPublishFrom:
     def should_execute(self, origin: Location, message: Xcm, max_weight: Weight) -> None:
         instructions = message.instructions
         if not self.origins.contains(origin):
-            raise Refused(ProcessMessageError.UNSUPPORTED)
+            raise BarrierRefused(ProcessMessageError.UNSUPPORTED)
         if not instructions:
-            raise Refused(ProcessMessageError.BAD_FORMAT)
+            raise BarrierRefused(ProcessMessageError.BAD_FORMAT)
         if len(instructions) > self.max_instructions:
-            raise Refused(ProcessMessageError.STACK_LIMIT_REACHED)
+            raise BarrierRefused(ProcessMessageError.STACK_LIMIT_REACHED)
         if not all(isinstance(instruction, Publish) for instruction in instructions):
-            raise Refused(ProcessMessageError.BAD_FORMAT)
+            raise BarrierRefused(ProcessMessageError.BAD_FORMAT)
 
 
 _FUNDING = (WithdrawAsset, ReserveAssetDeposited, ReceiveTeleportedAsset)
@@ -133,21 +124,21 @@ class AllowTopLevelPaidExecutionFrom:
 
     def should_execute(self, origin: Location, message: Xcm, max_weight: Weight) -> None:
         if not self.origins.contains(origin):
-            raise Refused(ProcessMessageError.UNSUPPORTED)
+            raise BarrierRefused(ProcessMessageError.UNSUPPORTED)
         instructions = list(message.instructions)
         if not instructions or not isinstance(instructions[0], _FUNDING):
-            raise Refused(ProcessMessageError.BAD_FORMAT)
+            raise BarrierRefused(ProcessMessageError.BAD_FORMAT)
         position = 1
         if position < len(instructions) and isinstance(instructions[position], ClearOrigin):
             position += 1
         if position >= len(instructions):
-            raise Refused(ProcessMessageError.BAD_FORMAT)
+            raise BarrierRefused(ProcessMessageError.BAD_FORMAT)
         buy = instructions[position]
         if not isinstance(buy, BuyExecution):
-            raise Refused(ProcessMessageError.BAD_FORMAT)
+            raise BarrierRefused(ProcessMessageError.BAD_FORMAT)
         limit = buy.weight_limit.limit
         if limit is not None and not limit.all_gte(max_weight):
-            raise Refused(ProcessMessageError.OVERWEIGHT)
+            raise BarrierRefused(ProcessMessageError.OVERWEIGHT)
 
 
 @dataclass(frozen=True)
@@ -171,7 +162,7 @@ class BarrierChain:
         for barrier in self.barriers:
             try:
                 barrier.should_execute(origin, message, max_weight)
-            except Refused as refusal:
+            except BarrierRefused as refusal:
                 errors.append((barrier.name, refusal.error))
                 continue
             return BarrierPass(barrier.name, barrier.free)

@@ -7,6 +7,7 @@ from enum import Enum
 from pubsub_core.errors import PubSubError
 
 __all__ = [
+    "BarrierRefused",
     "BarrierRejected",
     "ExecutionError",
     "ProcessMessageError",
@@ -62,6 +63,15 @@ class XcmDecodeError(XcmError):
     def reason_code(self) -> str:
         """Undecodable input is ``Malformed`` (an admission reason)."""
         return "Malformed"
+
+
+class BarrierRefused(XcmError):
+    """One barrier's refusal, with its ``ProcessMessageError``; a ``BarrierChain`` collects them into
+    ``BarrierRejected``."""
+
+    def __init__(self, error: ProcessMessageError) -> None:
+        super().__init__(f"the barrier refused the message: {error.value}")
+        self.error = error
 
 
 class BarrierRejected(XcmError):

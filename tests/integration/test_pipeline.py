@@ -15,20 +15,31 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from producers.kafka_io import produce, wait_for_sizes
 from producers.workload import WorkloadSpec, generate
+from pubsub_core.simulator import Simulator
 from streaming.job import run_job
 from streaming.paths import REPO_ROOT
+from streaming.pipeline import load_protocol_config
 from streaming.settings import Settings
-from supervise.verify import VerifyResult, check_outputs, expected_sizes, fresh_topics, produce_log, verify_log
+from supervise.verify import VerifyResult, check_outputs, expected_outputs, fresh_topics, produce_log, verify_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 EXAMPLES = REPO_ROOT / "examples"
+
+
+def expected_sizes(lines: Sequence[bytes], settings: Settings) -> Counter[str]:
+    """How many records the job writes to each output topic for ``lines``: the simulator's, less its end-of-input
+    rejections (a stream never ends)."""
+    expected, _ = expected_outputs(lines, Simulator(load_protocol_config(settings.protocol_config)))
+    return Counter(record.topic for record in expected)
 
 
 def workload(**fields: object) -> list[bytes]:

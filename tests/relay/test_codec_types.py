@@ -7,10 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pubsub_core.codec import ScaleDecodeError
-from pubsub_core.codec.registry import scale_decode, scale_encode
 from pubsub_core.codec.twox import twox64, twox64_concat, twox128
 from pubsub_core.codec.types import PublishedEntry, PublisherInfo, SubscribedKey, TtlState
 from pubsub_core.hashing import blake2_256
+
+from tests.support.scale_registry import scale_decode, scale_encode
 
 
 @pytest.mark.parametrize(

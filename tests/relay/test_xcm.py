@@ -7,11 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pubsub_core.broadcaster import Balances, DataPublished, NotRegistered, TotalStorageSizeExceeded
-from pubsub_core.codec.registry import scale_encode
 from pubsub_core.xcm import (
     AllowPublishFrom,
     AllowTopLevelPaidExecutionFrom,
     BarrierChain,
+    BarrierRefused,
     BarrierRejected,
     Equals,
     Everything,
@@ -29,7 +29,6 @@ from pubsub_core.xcm import (
     encode_versioned_xcm,
     sovereign_account,
 )
-from pubsub_core.xcm.barriers import Refused
 from pubsub_core.xcm.types import (
     AccountId32,
     Parachain,
@@ -43,7 +42,9 @@ from pubsub_core.xcm.types import (
     WeightLimit,
     WithdrawAsset,
 )
+
 from tests.relay.helpers import ALICE, BOB, key, setup
+from tests.support.scale_registry import scale_decode, scale_encode
 
 PARA_2000 = Location.parachain(2000)
 NATIVE = Location()
@@ -55,7 +56,7 @@ def publishes(count: int) -> Xcm:
 
 
 def refusal(barrier: AllowPublishFrom | AllowTopLevelPaidExecutionFrom, origin: Location, message: Xcm) -> ProcessMessageError:
-    with pytest.raises(Refused) as raised:
+    with pytest.raises(BarrierRefused) as raised:
         barrier.should_execute(origin, message, NO_WEIGHT)
     return raised.value.error
 
@@ -216,7 +217,7 @@ def test_paid_execution_barrier_shapes() -> None:
     ok = Xcm((WithdrawAsset((Asset(NATIVE, 10),)), ClearOrigin(), buy))
     paid.should_execute(PARA_2000, ok, Weight(5, 0))
     assert refusal(paid, PARA_2000, Xcm((buy,))) is ProcessMessageError.BAD_FORMAT
-    with pytest.raises(Refused) as raised:
+    with pytest.raises(BarrierRefused) as raised:
         paid.should_execute(PARA_2000, ok, Weight(6, 0))
     assert raised.value.error is ProcessMessageError.OVERWEIGHT
 
@@ -333,8 +334,6 @@ INSTRUCTIONS = st.one_of(
 
 @given(st.lists(INSTRUCTIONS, max_size=6))
 def test_versioned_xcm_layout_agrees_with_the_registry(instructions: list[object]) -> None:
-    from pubsub_core.codec.registry import scale_decode
-
     data = encode_versioned_xcm(Xcm(tuple(instructions)))  # type: ignore[arg-type]
     decoded = scale_decode("VersionedXcm", data)
     assert scale_encode("VersionedXcm", decoded) == data

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pubsub_core.subscriber import CheatingCollatorError, process_relay_proof
-from pubsub_core.subscriber.adversarial import EXPECTED_REASON, AdversaryMode, corrupt
 
+from tests.support.adversarial import EXPECTED_REASON, AdversaryMode, corrupt
 from tests.subscriber.harness import Harness, entry, key, subs_of
 
 

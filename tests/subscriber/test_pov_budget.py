@@ -17,9 +17,8 @@ from pubsub_core.subscriber import (
     processing_cursor,
     pubsub_budget,
 )
-from pubsub_core.subscriber import storage as st
-from pubsub_core.subscriber.adversarial import AdversaryMode, corrupt
 
+from tests.support.adversarial import AdversaryMode, corrupt
 from tests.subscriber.harness import Harness, entry, key, subs_of
 
 MB = 1_000_000

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pubsub_core.subscriber import ProcessingResult, SubscriberConfig, child_storage_key, prefixed_child_storage_key
-from pubsub_core.subscriber.ordering import order_publishers, rotate_to_cursor
+from pubsub_core.subscriber.ordering import order_publishers, work_segments
 from pubsub_core.trie import read_child_proof
 
 from tests.subscriber.harness import Harness, entry, key, subs_of
@@ -38,9 +38,11 @@ def test_non_system_publishers_are_shuffled_by_the_block_hash() -> None:
 
 
 def test_cursor_rotation_ignores_a_stale_cursor() -> None:
-    items = [(1000, b"a"), (1000, b"b"), (2000, b"c")]
-    assert rotate_to_cursor(items, (2000, b"c")) == [(2000, b"c"), (1000, b"a"), (1000, b"b")]
-    assert rotate_to_cursor(items, (9999, b"z")) == items
+    subs = {1000: [b"a" * 32, b"b" * 32], 1500: [b"c" * 32]}  # system paras: ascending order
+    config = SubscriberConfig()
+    assert work_segments(subs, bytes(32), config, (1500, b"c" * 32)) == [(1500, 0, 1), (1000, 0, 2)]
+    for stale in ((9999, b"z" * 32), (1000, b"z" * 32)):
+        assert work_segments(subs, bytes(32), config, stale) == [(1000, 0, 2), (1500, 0, 1)]
 
 
 def test_proof_collection_for_subscriptions() -> None:

@@ -20,8 +20,8 @@ from pubsub_core.subscriber import (
     clear_publisher_cache,
     process_relay_proof,
 )
-from pubsub_core.subscriber.adversarial import EXPECTED_REASON, AdversaryMode, corrupt
 
+from tests.support.adversarial import EXPECTED_REASON, AdversaryMode, corrupt
 from tests.subscriber.harness import Harness, key, path_nodes, subs_of
 
 PUBLISHERS = (1000, 1001, 2000, 3000)

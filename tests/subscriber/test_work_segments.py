@@ -1,4 +1,5 @@
-"""work_segments is rotate_to_cursor(work_items(...)) grouped by publisher: the engine's processing order."""
+"""work_segments is rotate_to_cursor(work_items(...)) grouped by publisher: the engine's processing order against
+the naive one (tests.support.ordering)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as stg
 
 from pubsub_core.subscriber import SubscriberConfig
-from pubsub_core.subscriber.ordering import rotate_to_cursor, work_items, work_segments
+from pubsub_core.subscriber.ordering import work_segments
+
+from tests.support.ordering import rotate_to_cursor, work_items
 
 paras = stg.sampled_from((5, 1000, 1999, 2000, 2001, 3000, 4242))
 keys = stg.binary(min_size=32, max_size=32) | stg.sampled_from([bytes([b]) * 32 for b in range(4)])

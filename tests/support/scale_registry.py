@@ -1,6 +1,6 @@
 """A scalecodec type registry for the pub-sub types: the declarative definition of their SCALE layouts.
 
-The protocol's hot paths use the hand-written codecs (``codec.types``, ``xcm.types``, ``broadcaster.events``):
+The protocol uses the hand-written codecs (``pubsub_core.codec.types``, ``xcm.types``, ``broadcaster.events``):
 profiled on this machine, encoding a ``PublishedEntry`` takes about 120 us through scalecodec against 5 us by
 hand (every publish writes one and every on_idle scan reads one), and scalecodec's decoder raises untyped
 errors on hostile bytes, where upward messages need typed ones. The registry stays the independent second opinion:
