@@ -473,10 +473,10 @@ def _summ(values: Sequence[float]) -> dict[str, float]:
 def kafka_rows(lines: Sequence[bytes]) -> tuple[list[Any], Counter[str]]:
     """The log's lines as the Kafka records `pubsub produce` writes (``streaming.operators.KafkaRow``s, partition
     0, at their offsets), and the output lines of those it refuses."""
-    from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
+    from pubsub_core.stages import LineRouter, OutputRecord, ProtocolConfig
     from streaming.operators import KafkaRow
 
-    router = LineRouter(SimulatorConfig().default_realm)
+    router = LineRouter(ProtocolConfig().default_realm)
     rows: list[KafkaRow] = []
     refused: Counter[str] = Counter()
     for line in lines:
@@ -493,11 +493,11 @@ def kafka_rows(lines: Sequence[bytes]) -> tuple[list[Any], Counter[str]]:
 
 def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) -> dict[str, Any]:
     """The log through relay_rows / subscriber_rows over counting MapStates, cut as maxOffsetsPerTrigger=limit."""
-    from pubsub_core.stages import SimulatorConfig
+    from pubsub_core.stages import ProtocolConfig
     from state.spark import SparkStateBackend
     from streaming.operators import KafkaRow, page_backend, relay_rows, subscriber_rows
 
-    config = SimulatorConfig()
+    config = ProtocolConfig()
     rows, out_lines = kafka_rows(lines)
 
     def line_of(row: Any) -> str:

@@ -199,7 +199,7 @@ def run_point(log: Path, pages_per_namespace: int) -> dict[str, Any]:
     from cli.commands.simulate import lines
     from pubsub_core.relay import canonical_json
     from pubsub_core.simulator import Simulator
-    from pubsub_core.stages import SimulatorConfig
+    from pubsub_core.stages import ProtocolConfig
     from pubsub_core.stages.records import OutputRecord, RelayView
     from pubsub_core.stages.relay_stage import RelayStep
 
@@ -242,7 +242,7 @@ def run_point(log: Path, pages_per_namespace: int) -> dict[str, Any]:
     encode_s = 0.0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = clock()
-    simulator = TimedSimulator(SimulatorConfig())
+    simulator = TimedSimulator(ProtocolConfig())
     with log.open("rb") as source:
         for batch in _batches(simulator, (line for line, _ in lines(source))):
             t0 = clock()
@@ -487,13 +487,13 @@ def admission_profile(log: Path) -> dict[str, Any]:
 
     from cli.commands.simulate import lines
     from pubsub_core.simulator import Simulator
-    from pubsub_core.stages import SimulatorConfig
+    from pubsub_core.stages import ProtocolConfig
 
     with log.open("rb") as source:
         raw = [line for line, _ in lines(source)]
     profiler = cProfile.Profile()
     profiler.enable()
-    simulator = Simulator(SimulatorConfig())
+    simulator = Simulator(ProtocolConfig())
     for line in raw:
         simulator.feed_line(line)
     simulator.finish()
@@ -552,7 +552,7 @@ def admission_timing(log: Path) -> dict[str, Any]:
     from pubsub_core.relay import machine
     from pubsub_core.simulator import Simulator
     from pubsub_core.simulator import simulator as simulator_module
-    from pubsub_core.stages import SimulatorConfig, ingest
+    from pubsub_core.stages import ProtocolConfig, ingest
     from pubsub_core.stages.subscriber_stage import SubscriberStage
     from pubsub_core.xcm import barriers
 
@@ -587,7 +587,7 @@ def admission_timing(log: Path) -> dict[str, Any]:
     with log.open("rb") as source:
         raw = [line for line, _ in lines(source)]
     start = clock()
-    simulator = Simulator(SimulatorConfig())
+    simulator = Simulator(ProtocolConfig())
     for line in raw:
         simulator.feed_line(line)
     simulator.finish()

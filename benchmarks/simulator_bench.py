@@ -105,7 +105,7 @@ def run_once(log: Path, profile: Path | None = None, tune_gc: bool = True) -> di
     """Feed the log to a Simulator of whatever tree is on sys.path; CPU seconds, publishes, outputs, digest."""
     from cli.commands.simulate import lines
     from pubsub_core.simulator import Simulator
-    from pubsub_core.stages import SimulatorConfig
+    from pubsub_core.stages import ProtocolConfig
 
     if tune_gc:
         _tune_collector()
@@ -123,7 +123,7 @@ def run_once(log: Path, profile: Path | None = None, tune_gc: bool = True) -> di
     start = time.process_time()
     if profiler is not None:
         profiler.enable()
-    simulator = Simulator(SimulatorConfig())
+    simulator = Simulator(ProtocolConfig())
     batches = [simulator.feed_line(line) for line in raw]
     batches.append(simulator.finish())
     encoded = [record.to_line() + "\n" for batch in batches for record in batch]

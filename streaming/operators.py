@@ -29,7 +29,7 @@ from pubsub_core.stages import (
     RelayStage,
     RelayView,
     SimOutcome,
-    SimulatorConfig,
+    ProtocolConfig,
     SubscriberStage,
     ingest_record,
 )
@@ -155,7 +155,7 @@ def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
     return rank, row.topic, row.partition, row.offset
 
 
-def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
+def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: ProtocolConfig,
                  seam_key: bytes) -> Iterator[list[OutRow]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's records (or at
     ``CHUNK_ROWS``)."""
@@ -178,7 +178,7 @@ def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, co
         yield [_bounded(row, realm) for row in out]
 
 
-def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: SimulatorConfig,
+def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: ProtocolConfig,
                seam_key: bytes) -> list[OutRow]:
     """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
     return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key) for row in chunk]
@@ -192,7 +192,7 @@ def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutR
 
 
 def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
-                      config: SimulatorConfig, seam_key: bytes) -> Iterator[list[OutRow]]:
+                      config: ProtocolConfig, seam_key: bytes) -> Iterator[list[OutRow]]:
     """``subscriber_rows`` in chunks of at least ``CHUNK_ROWS`` rows (the last one: what is left), each as soon
     as it is made."""
     out: list[OutRow] = []
@@ -220,7 +220,7 @@ def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], bac
 
 
 def subscriber_rows(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
-                    config: SimulatorConfig, seam_key: bytes) -> list[OutRow]:
+                    config: ProtocolConfig, seam_key: bytes) -> list[OutRow]:
     """One micro-batch of a subscriber's seam records through Stage S, in (partition, offset) order."""
     return [row for chunk in subscriber_chunks(realm, subscriber, rows, backend, config, seam_key) for row in chunk]
 
@@ -349,7 +349,7 @@ def seam_last(chunks: Iterable[list[OutRow]], hold_bytes: int = SEAM_HOLD_BYTES)
         yield held
 
 
-def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig, seam_key: bytes,
+def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: ProtocolConfig, seam_key: bytes,
                  writer: Writer) -> Iterator[Any]:
     """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState), its records to
     ``writer``: the batch's summary."""
@@ -359,7 +359,7 @@ def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: Simulato
                        lambda: {realm: RelayStage(realm, config, backend).waiting()})
 
 
-def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: SimulatorConfig,
+def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages: Any, config: ProtocolConfig,
                       seam_key: bytes, writer: Writer) -> Iterator[Any]:
     """Stage S over one subscriber's seam DataFrames, its state in ``pages``, its records to ``writer``: the
     batch's summary."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pubsub_core.stages import SimulatorConfig
+from pubsub_core.stages import ProtocolConfig
 from pubsub_core.stages.config import Seam
 from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
 from streaming.lanes import lane_column, stateful_partitions
@@ -78,10 +78,10 @@ def seam_key(settings: Settings) -> bytes:
     return path.read_text().strip().encode()
 
 
-def load_protocol_config(path: Path | None, seam: str | None = None) -> SimulatorConfig:
+def load_protocol_config(path: Path | None, seam: str | None = None) -> ProtocolConfig:
     """The protocol settings file (the same JSON `pubsub simulate --protocol-config` reads), or the defaults; ``seam``
     (``delta`` or ``full``) overrides the file's."""
-    config = SimulatorConfig() if path is None else SimulatorConfig.from_json(json.loads(path.read_text()))
+    config = ProtocolConfig() if path is None else ProtocolConfig.from_json(json.loads(path.read_text()))
     return config if seam is None else replace(config, seam=Seam(seam))
 
 
@@ -123,7 +123,7 @@ def _writer(summary: DataFrame, checkpoint: Path, name: str, settings: Settings,
         processingTime=f"{settings.trigger_seconds} seconds")
 
 
-def relay_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes, available_now: bool,
+def relay_query(spark: SparkSession, settings: Settings, config: ProtocolConfig, key: bytes, available_now: bool,
                 names: QueryNames = QueryNames()) -> DataStreamWriter:
     """Query R, planned and not started: every input topic of the served realms -> Stage R -> outputs and seam
     records."""
@@ -139,7 +139,7 @@ def relay_query(spark: SparkSession, settings: Settings, config: SimulatorConfig
     return _writer(_observed(out, "relay"), settings.checkpoint_dir / "relay", names.relay, settings, available_now)
 
 
-def subscriber_query(spark: SparkSession, settings: Settings, config: SimulatorConfig, key: bytes,
+def subscriber_query(spark: SparkSession, settings: Settings, config: ProtocolConfig, key: bytes,
                      available_now: bool, names: QueryNames = QueryNames()) -> DataStreamWriter:
     """Query S, planned and not started: every seam topic of the served realms -> Stage S per (realm, subscriber,
     lane) -> outputs."""

@@ -2,7 +2,7 @@
 
 Apart from the operators so that unpickling a processor loads no protocol: Spark 4.2 does that at every query start
 on the driver, in a fresh Python process that only calls ``init`` to learn the state variables (the pre-init
-worker), and the protocol's modules (``streaming.operators`` and what it imports, ``SimulatorConfig``'s package
+worker), and the protocol's modules (``streaming.operators`` and what it imports, ``ProtocolConfig``'s package
 among them) took 110-170 ms of that worker's 0.45-0.55 s (0.23-0.35 s without them). A processor carries its config
 pickled and imports the operators with its first rows.
 """
@@ -19,7 +19,7 @@ from pubsub_core.process import tune_garbage_collector
 from state.spark import PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA, PAGES_STATE_NAME
 
 if TYPE_CHECKING:
-    from pubsub_core.stages import SimulatorConfig
+    from pubsub_core.stages import ProtocolConfig
     from streaming.operators import Writer
 
 __all__ = ["OUTPUT_SCHEMA", "RelayOperator", "StatefulProcessor", "SubscriberOperator"]
@@ -36,16 +36,16 @@ class _Processor:
     """What both processors share: the pages MapState, the seam key, the protocol config (pickled until used), and
     the Kafka writer's configuration (``streaming.record_writer.writer_config``)."""
 
-    def __init__(self, config: SimulatorConfig, seam_key: bytes, writer_config: dict[str, str]) -> None:
+    def __init__(self, config: ProtocolConfig, seam_key: bytes, writer_config: dict[str, str]) -> None:
         self._pickled_config = pickle.dumps(config)
-        self._config: SimulatorConfig | None = None
+        self._config: ProtocolConfig | None = None
         self.seam_key = seam_key
         self.writer_config = writer_config
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_config": None}  # the config travels as its pickle only
 
-    def config(self) -> SimulatorConfig:
+    def config(self) -> ProtocolConfig:
         """The protocol config, unpickled (and the protocol imported) on first use, in the worker that runs it."""
         if self._config is None:
             self._config = pickle.loads(self._pickled_config)

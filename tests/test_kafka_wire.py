@@ -22,7 +22,7 @@ from producers.topics import (
     topic_config,
 )
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
+from pubsub_core.stages import LineRouter, OutputRecord, ProtocolConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -72,7 +72,7 @@ def test_unroutable_lines_give_the_simulators_rejections() -> None:
              '[1, 2]', '{"topic": "r.nope", "key": 5, "value": 1}']  # the last: a key must be text
     got = [item for item in route_event_log([line.encode() for line in lines], LineRouter("r"))
            if isinstance(item, OutputRecord)]
-    simulator = Simulator(SimulatorConfig(default_realm="r"))
+    simulator = Simulator(ProtocolConfig(default_realm="r"))
     expected = [o for line in lines for o in simulator.feed_line(line) if o.id.startswith("ingest/")]
     assert [o.to_line() for o in got] == [o.to_line() for o in expected]
     assert [o.id for o in got] == [f"ingest/line-{n}" for n in range(1, 6)]  # the file's line numbers

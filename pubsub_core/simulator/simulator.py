@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from state import MemoryBackend, StateBackend
 
-from pubsub_core.stages.config import SimulatorConfig
+from pubsub_core.stages.config import ProtocolConfig
 from pubsub_core.stages.ingest import LineRouter, ingest_record
 from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage, RelayStep
@@ -29,8 +29,8 @@ class Simulator:
     outputs of the subscriber it is for: the records that travel between the two stages in the Spark job.
     """
 
-    def __init__(self, config: SimulatorConfig | None = None, relay_proofs: bool = False) -> None:
-        self.config = config or SimulatorConfig()
+    def __init__(self, config: ProtocolConfig | None = None, relay_proofs: bool = False) -> None:
+        self.config = config or ProtocolConfig()
         self.relay_proofs = relay_proofs
         self.relays: dict[str, RelayStage] = {}
         self.subscribers: dict[tuple[str, int], SubscriberStage] = {}
@@ -103,7 +103,7 @@ def _memory(backend: StateBackend) -> MemoryBackend:
 
 
 def simulate(
-    lines: Iterable[str | bytes], config: SimulatorConfig | None = None, relay_proofs: bool = False
+    lines: Iterable[str | bytes], config: ProtocolConfig | None = None, relay_proofs: bool = False
 ) -> Iterator[OutputRecord]:
     """Run an event log (JSON lines) and yield the output records in their documented order."""
     simulator = Simulator(config, relay_proofs)

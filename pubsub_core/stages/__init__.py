@@ -6,7 +6,7 @@ subscriber) applies each view once, in order. Both keep everything in their ``st
 docs/simulator.md and docs/pipeline.md.
 """
 
-from pubsub_core.stages.config import ConfigError, SimulatorConfig
+from pubsub_core.stages.config import ConfigError, ProtocolConfig
 from pubsub_core.stages.errors import IngestError, StageError
 from pubsub_core.stages.ingest import LineRouter, Routed, decode_record, ingest_record
 from pubsub_core.stages.records import (
@@ -34,7 +34,7 @@ __all__ = [
     "RelayView",
     "Routed",
     "SimOutcome",
-    "SimulatorConfig",
+    "ProtocolConfig",
     "StageError",
     "SubscriberCallFailed",
     "SubscriberStage",

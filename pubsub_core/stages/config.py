@@ -17,7 +17,7 @@ from pubsub_core.router import RouterConfig
 from pubsub_core.stages.errors import StageError
 from pubsub_core.subscriber import SubscriberConfig
 
-__all__ = ["ConfigError", "Seam", "SimulatorConfig"]
+__all__ = ["ConfigError", "Seam", "ProtocolConfig"]
 
 
 class ConfigError(StageError):
@@ -70,7 +70,7 @@ _INTEGERS = ("max_publish_instructions", "idle_weight", "max_held_before_genesis
 
 
 @dataclass(frozen=True)
-class SimulatorConfig:
+class ProtocolConfig:
     """Settings shared by every realm of a run; a realm's key registry comes from its ``genesis`` record.
 
     ``default_realm`` names the realm whose ``rejected`` topic receives lines that name no realm.
@@ -118,7 +118,7 @@ class SimulatorConfig:
         )
 
     @classmethod
-    def from_json(cls, body: object) -> SimulatorConfig:
+    def from_json(cls, body: object) -> ProtocolConfig:
         """From ``{"default_realm": ..., "broadcaster": {...}, "admission": {...}, "router": {...},
         "subscriber": {...}, "max_publish_instructions": n, "idle_weight": n, "trusted_genesis": {"<realm>":
         "0x<digest>"}, "max_held_before_genesis": n, "seam": "delta" | "full", "stall_after_blocks": n,

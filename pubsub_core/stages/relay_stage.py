@@ -46,7 +46,7 @@ from pubsub_core.subscriber.calls import (
     decode_subscriber_call,
     subscriber_of,
 )
-from pubsub_core.stages.config import Seam, SimulatorConfig
+from pubsub_core.stages.config import Seam, ProtocolConfig
 from pubsub_core.stages.ingest import short
 from pubsub_core.stages import stall
 from pubsub_core.subscriber.errors import SubscriberCallError
@@ -122,7 +122,7 @@ class RelayStage:
     waiting for records, subscriptions). A new stage over the same backend therefore carries on where the last
     one stopped."""
 
-    def __init__(self, realm: str, config: SimulatorConfig, backend: StateBackend | None = None) -> None:
+    def __init__(self, realm: str, config: ProtocolConfig, backend: StateBackend | None = None) -> None:
         self.realm = realm
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()

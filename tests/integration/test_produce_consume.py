@@ -16,7 +16,7 @@ from cli.main import main
 from producers.kafka_io import TOO_LARGE, ProducedRecord, read_outputs, read_topic, send
 from producers.topics import MAX_MESSAGE_BYTES, MiB, TopicSpec, ensure_realm_topics, ensure_topics, topic_config, TopicKind
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import IngestError, LineRouter, OutputRecord, Routed, SimulatorConfig, split_topic
+from pubsub_core.stages import IngestError, LineRouter, OutputRecord, Routed, ProtocolConfig, split_topic
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, input_topics
 from streaming.settings import Settings
 
@@ -47,7 +47,7 @@ def pubsub(settings: Settings, *args: str) -> int:
 def ingest_rejections(lines: list[str], realm: str) -> list[str]:
     """The simulator's rejections of lines it could not route (not those of routed records it could not decode,
     which are the job's), as output lines."""
-    simulator = Simulator(SimulatorConfig(default_realm=realm))
+    simulator = Simulator(ProtocolConfig(default_realm=realm))
     return [o.to_line() for line in lines for o in simulator.feed_line(line)
             if o.id.startswith("ingest/") and not _names_an_input(str(o.value["record"]))]
 
@@ -164,7 +164,7 @@ def test_records_kafka_refuses_for_size_are_refusals_not_errors(kafka_settings: 
 def test_consume_prints_simulator_lines_with_ids(kafka_settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     realm = fresh_realm()
     ensure_realm_topics(kafka_settings, realm, inputs=False, partitions=2)
-    simulator = Simulator(SimulatorConfig(default_realm="polkadot"))
+    simulator = Simulator(ProtocolConfig(default_realm="polkadot"))
     outputs = [o for line in (EXAMPLES / "minimal.jsonl").read_text().splitlines() for o in simulator.feed_line(line)]
     outputs = [OutputRecord(o.topic.replace("polkadot.", f"{realm}.", 1), o.key, o.id, o.value) for o in outputs]
     assert len({o.topic for o in outputs}) >= 4

@@ -16,7 +16,7 @@ from pubsub_core.envelope import Envelope, KeyRegistry, Signer
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import RelayConfig
 from pubsub_core.simulator import simulate
-from pubsub_core.stages import SimulatorConfig
+from pubsub_core.stages import ProtocolConfig
 from pubsub_core.xcm import Publish, Xcm, decode_versioned_xcm, encode_versioned_xcm
 from state import StateTransaction
 from tests.relay.chain import MANAGER, OTHER, ROOT, Chain, fresh_machine
@@ -208,7 +208,7 @@ def _executed_publishes(lines: list[str], outputs: list[dict[str, object]]) -> d
 @given(ttl_workloads(), st.integers(1, 2))
 def test_simulator_with_a_small_idle_weight_reports_every_expiry_once(spec: WorkloadSpec, per_block: int) -> None:
     lines = [line for chunk in generate(spec) for line in chunk]
-    config = SimulatorConfig(idle_weight=BASE + per_block * PER_KEY)
+    config = ProtocolConfig(idle_weight=BASE + per_block * PER_KEY)
     outputs = [json.loads(record.to_line()) for record in simulate(lines, config)]
     check_outcomes(lines, outputs)
     messages = _executed_publishes(lines, outputs)

@@ -16,7 +16,7 @@ from pubsub_core.codec.scale import encode_bytes, encode_compact, encode_u32
 from pubsub_core.envelope import KeyRegistry, Topic
 from pubsub_core.relay import BlockHeader, Genesis
 from pubsub_core.simulator import simulate
-from pubsub_core.stages import ConfigError, RelayView, SimulatorConfig, SubscriberStage
+from pubsub_core.stages import ConfigError, RelayView, ProtocolConfig, SubscriberStage
 from pubsub_core.subscriber import (
     AdminOrigin,
     ClearPublisherCache,
@@ -46,7 +46,7 @@ def builder() -> LogBuilder:
     return log
 
 
-def run(lines: list[str], config: SimulatorConfig | None = None) -> list[dict[str, object]]:
+def run(lines: list[str], config: ProtocolConfig | None = None) -> list[dict[str, object]]:
     outputs = [json.loads(record.to_line()) for record in simulate(lines, config)]
     check_outcomes(lines, outputs)
     return outputs
@@ -170,7 +170,7 @@ def test_a_flooding_para_is_throttled_across_blocks_and_a_quiet_one_is_not() -> 
     is throttled to one a block once its penalty reaches the threshold, and has its quota back after a quiet
     stretch; para 2999 (whose publishes fail in execution, which is not an admission rejection) is never
     refused."""
-    config = SimulatorConfig.from_json({"admission": {
+    config = ProtocolConfig.from_json({"admission": {
         "max_messages_per_block": 2, "throttled_messages_per_block": 1, "penalty_per_rejection": 15,
         "penalty_threshold": 20, "max_penalty": 30, "penalty_decay_per_block": 1}})
     log = builder()
@@ -224,7 +224,7 @@ def test_subscriber_calls_that_cannot_apply_are_call_failed_events(admin_origin:
     clear_publisher_cache come from governance (root, call 3 naming the subscriber); from the subscriber's own
     origin only under admin_origin=governance_or_subscriber."""
     log, malformed = subscriber_calls_log()
-    config = SimulatorConfig.from_json({"subscriber": {"admin_origin": admin_origin.value}})
+    config = ProtocolConfig.from_json({"subscriber": {"admin_origin": admin_origin.value}})
     assert config.subscriber.admin_origin is admin_origin
     outputs = run(log.lines, config)
     assert rejected(outputs) == {record: ("rejected", "Malformed") for record in malformed}
@@ -285,7 +285,7 @@ def test_the_stage_seam_serializes() -> None:
     for record in views:
         view = RelayView.from_json(json.loads(record.to_line())["value"])
         assert view.to_json() == record.value
-        stage = stages.setdefault(view.subscriber, SubscriberStage("polkadot", view.subscriber, SimulatorConfig().subscriber))
+        stage = stages.setdefault(view.subscriber, SubscriberStage("polkadot", view.subscriber, ProtocolConfig().subscriber))
         replayed += [o.to_line() for o in stage.step(view)]
     # In the one-process run, a view is followed by its subscriber's outputs, ending with the PoV record.
     direct: list[str] = []
@@ -308,12 +308,12 @@ def test_config_sections_apply_and_unknown_keys_are_refused() -> None:
     for value in (b"a", b"b"):
         log.publish(PUBLISHER, COLLATORS[PUBLISHER], [(published_key(PUBLISHER, 0), value, 0)])
     log.block()
-    config = SimulatorConfig.from_json({"admission": {"max_messages_per_block": 1}})
+    config = ProtocolConfig.from_json({"admission": {"max_messages_per_block": 1}})
     assert sorted(rejected(run(log.lines, config)).values()) == [("rejected", "RateLimited")]
     for bad in ({"admission": {"nope": 1}}, {"subscriber": {"db_read": 5}}, {"admission": {"realm": "x"}}, {"subscriber": {"pov_percent": 101}},
                 {"subscriber": {"admin_origin": "anyone"}}, {"subscriber": {"admin_origin": 1}}, {"colour": "blue"}, []):
         try:
-            SimulatorConfig.from_json(bad)
+            ProtocolConfig.from_json(bad)
         except ConfigError as exc:
             assert str(exc)
         else:

@@ -16,7 +16,7 @@ from producers.workload import WorkloadSpec, generate, signer
 from pubsub_core.envelope import Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.simulator import simulate
-from pubsub_core.stages import GenesisRecord, SimulatorConfig
+from pubsub_core.stages import GenesisRecord, ProtocolConfig
 from tests.simulator.properties import check_outcomes
 
 SPEC = WorkloadSpec(seed=3, blocks=6, bad_records=0, quiet_blocks=1)
@@ -35,7 +35,7 @@ def clean_outputs() -> tuple[str, ...]:
     return tuple(run(list(clean_log())))
 
 
-def run(lines: list[str], config: SimulatorConfig | None = None) -> list[str]:
+def run(lines: list[str], config: ProtocolConfig | None = None) -> list[str]:
     outputs = [record.to_line() for record in simulate(lines, config)]
     check_outcomes(lines, [json.loads(line) for line in outputs])
     return outputs
@@ -185,7 +185,7 @@ def test_records_and_blocks_wait_for_the_genesis_then_apply_as_if_it_came_first(
 
 def test_the_held_backlog_is_bounded() -> None:
     lines = list(clean_log())
-    config = SimulatorConfig(max_held_before_genesis=3)
+    config = ProtocolConfig(max_held_before_genesis=3)
     outputs = [json.loads(line) for line in run(lines[1:6] + lines[:1], config)]
     reasons = Counter(str(o["value"]["reason"]) for o in outputs if str(o["topic"]).endswith(".rejected"))
     assert reasons["GenesisBacklogFull"] == 2
@@ -195,7 +195,7 @@ def test_a_forged_genesis_first_is_refused_when_the_genesis_is_pinned() -> None:
     lines = list(clean_log())
     genuine = GenesisRecord.from_json(json.loads(lines[0])["value"])
     forged = GenesisRecord.from_json({**genuine.to_json(), "registry": {"author_keys": ["0x" + "11" * 32]}})
-    pinned = SimulatorConfig(trusted_genesis={"polkadot": genuine.digest()})
+    pinned = ProtocolConfig(trusted_genesis={"polkadot": genuine.digest()})
     hostile = canonical_json({"topic": "polkadot.genesis", "key": "polkadot", "value": forged.to_json()})
     kept, refused = added(run([hostile, *lines], pinned))
     assert kept == list(clean_outputs())

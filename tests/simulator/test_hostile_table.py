@@ -8,7 +8,7 @@ from pubsub_core.codec.scale import encode_u64
 from pubsub_core.envelope import Topic
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BlockHeader
-from pubsub_core.stages import SimulatorConfig
+from pubsub_core.stages import ProtocolConfig
 from pubsub_core.subscriber import EnablePublisher, GovernanceCall, SetSubscriptions
 from producers.workload import published_key
 from tests.simulator.test_bad_input import COLLATORS, PUBLISHER, SUBSCRIBER, UNREGISTERED, builder, rejected, run
@@ -41,7 +41,7 @@ def test_a_subscription_to_ten_thousand_keys_is_refused_or_bounded() -> None:
 def test_a_publisher_flooding_at_ten_times_the_rate_limit_is_capped_every_block() -> None:
     """Para 1000 sends 20 messages a block against a quota of 2: at most 2 a block apply, every other one is
     ``RateLimited`` or ``Throttled``; para 2999's one message a block is never refused."""
-    config = SimulatorConfig.from_json({"admission": {"max_messages_per_block": 2}})
+    config = ProtocolConfig.from_json({"admission": {"max_messages_per_block": 2}})
     log = builder()
     key = published_key(PUBLISHER, 0)
     flood: dict[str, int] = {}

@@ -19,7 +19,7 @@ from producers.workload import LogBuilder, WorkloadSpec, actors, generate, genes
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import BroadcasterCall, CallKind, canonical_json
 from pubsub_core.simulator import Simulator, simulate
-from pubsub_core.stages import ConfigError, OutputRecord, RelayView, SimulatorConfig, SubscriberStage
+from pubsub_core.stages import ConfigError, OutputRecord, RelayView, ProtocolConfig, SubscriberStage
 from pubsub_core.stages.config import Seam
 from pubsub_core.stages.records import MalformedViewError
 from pubsub_core.stages.subscriber_stage import _RelayMirror, live_nodes
@@ -28,7 +28,7 @@ from pubsub_core.subscriber.engine import Subscriptions
 from pubsub_core.subscriber.calls import ClearPublisherCache, EnablePublisher, GovernanceCall, SetSubscriptions
 from state import StateTransaction
 
-DELTA, FULL = SimulatorConfig(seam=Seam.DELTA), SimulatorConfig(seam=Seam.FULL)
+DELTA, FULL = ProtocolConfig(seam=Seam.DELTA), ProtocolConfig(seam=Seam.FULL)
 
 
 def workload(spec: WorkloadSpec) -> list[str]:
@@ -105,7 +105,7 @@ def lines_of(records: list[OutputRecord], views: bool = False) -> list[str]:
     return [r.to_line() for r in records if r.topic.endswith(".relay-proofs") == views]
 
 
-def run(lines: list[str], config: SimulatorConfig) -> list[OutputRecord]:
+def run(lines: list[str], config: ProtocolConfig) -> list[OutputRecord]:
     return list(simulate(lines, config, relay_proofs=True))
 
 
@@ -267,10 +267,10 @@ def test_a_view_without_full_is_malformed() -> None:
 
 
 def test_the_seam_setting() -> None:
-    assert SimulatorConfig().seam is Seam.DELTA
-    assert SimulatorConfig.from_json({"seam": "full"}).seam is Seam.FULL
+    assert ProtocolConfig().seam is Seam.DELTA
+    assert ProtocolConfig.from_json({"seam": "full"}).seam is Seam.FULL
     with pytest.raises(ConfigError):
-        SimulatorConfig.from_json({"seam": "partial"})
+        ProtocolConfig.from_json({"seam": "partial"})
 
 
 def test_the_metering_seam_table_on_a_small_workload() -> None:

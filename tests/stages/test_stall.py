@@ -16,7 +16,7 @@ from pubsub_core.relay import Genesis, InputRecord, VoidOrder, canonical_json
 from pubsub_core.relay.void import VOID_TAG, VoidDecodeError
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import SimulatorConfig
+from pubsub_core.stages import ProtocolConfig
 from pubsub_core.stages.ingest import LineRouter, ingest_record
 from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage, _Book
@@ -69,8 +69,8 @@ def void(log: LogBuilder, order: VoidOrder | bytes, key: object = None) -> None:
     log.signed(key or log.author, "blocks", "author", data)  # type: ignore[arg-type]
 
 
-def run(lines: list[str], config: SimulatorConfig | None = None) -> list[dict[str, object]]:
-    simulator = Simulator(config or SimulatorConfig())
+def run(lines: list[str], config: ProtocolConfig | None = None) -> list[dict[str, object]]:
+    simulator = Simulator(config or ProtocolConfig())
     out = [record for line in lines for record in simulator.feed_line(line)]
     return [record.to_json() for record in out]
 
@@ -89,7 +89,7 @@ ORDER = VoidOrder(3, ((*SLOT, 1, 1),))
 @pytest.mark.parametrize("threshold", [1, 2, 3, 5])
 def test_the_stall_is_seen_when_the_threshold_th_later_block_queues_and_not_before(threshold: int) -> None:
     case = stalled(later_blocks=threshold + 2)
-    simulator = Simulator(SimulatorConfig(stall_after_blocks=threshold))
+    simulator = Simulator(ProtocolConfig(stall_after_blocks=threshold))
     blocks_read = 0
     seen_at = None
     for line in case.log.lines:
@@ -211,7 +211,7 @@ def test_a_void_order_wins_over_a_record_that_arrives_before_the_block_is_applie
 
 
 def test_what_a_stalled_realm_holds_is_bounded_and_a_refused_record_can_be_sent_again() -> None:
-    config = SimulatorConfig(stall_after_blocks=2, max_held_records=6)
+    config = ProtocolConfig(stall_after_blocks=2, max_held_records=6)
     case = stalled(later_blocks=2)  # held: blocks 3, 4, 5 -> seen stalled
     log = case.log
     for value in (b"a", b"b", b"c", b"d"):
@@ -235,7 +235,7 @@ def test_what_a_stalled_realm_holds_is_bounded_and_a_refused_record_can_be_sent_
 
 def test_the_hold_is_not_bounded_while_no_block_is_stalled() -> None:
     """A catch-up reads a batch's records before its blocks: many records held, no stall, nothing refused."""
-    config = SimulatorConfig(max_held_records=2)
+    config = ProtocolConfig(max_held_records=2)
     log = stalled(later_blocks=0).log
     lines = [line for line in log.lines if "polkadot.blocks" not in line]
     lines += [line for line in log.lines if "polkadot.blocks" in line]
@@ -255,7 +255,7 @@ def _stage_outputs(lines: list[str], cuts: list[int]) -> list[str]:
     backend = MemoryBackend()
     out: list[str] = []
     for start, end in zip([0, *cuts], [*cuts, len(records)]):
-        stage = RelayStage("polkadot", SimulatorConfig(), backend)
+        stage = RelayStage("polkadot", ProtocolConfig(), backend)
         for record in records[start:end]:
             assert isinstance(record, LogRecord)
             immediate, steps = stage.feed(record)
@@ -280,14 +280,14 @@ def test_a_state_written_before_the_hold_was_counted_counts_it_from_the_state() 
     for line in stalled(later_blocks=1).log.lines:
         simulator.feed_line(line)
     backend = simulator.relays["polkadot"].backend
-    status = RelayStage("polkadot", SimulatorConfig(), backend).waiting()
+    status = RelayStage("polkadot", ProtocolConfig(), backend).waiting()
     assert status is not None
     held = (status.held_records, status.held_bytes)
     assert held[0] == 2  # blocks 3 and 4 wait; the forged record is not held
     txn = StateTransaction(backend)
     txn.set_value(_Book.HELD_SIZE, None)
     txn.commit()
-    status = RelayStage("polkadot", SimulatorConfig(), backend).waiting()
+    status = RelayStage("polkadot", ProtocolConfig(), backend).waiting()
     assert status is not None and (status.held_records, status.held_bytes) == held
     assert StateTransaction(backend).get_value(_Book.HELD_SIZE) is not None  # counted once, then kept
 

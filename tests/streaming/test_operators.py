@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import LineRouter, OutputRecord, SimulatorConfig
+from pubsub_core.stages import LineRouter, OutputRecord, ProtocolConfig
 from pubsub_core.stages.seam import decode_view
 from state import MemoryBackend
 from streaming.operators import KafkaRow, OutRow, relay_rows, seam_last, seam_record, subscriber_rows
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY = b"k" * 32
-CONFIG = SimulatorConfig()
+CONFIG = ProtocolConfig()
 
 
 def _line(row: OutRow) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pyspark import cloudpickle
 
-from pubsub_core.stages import SimulatorConfig
+from pubsub_core.stages import ProtocolConfig
 from pubsub_core.stages.config import Seam
 from streaming.processors import RelayOperator, SubscriberOperator
 
@@ -28,7 +28,7 @@ def test_a_processor_unpickles_without_the_protocol_and_keeps_its_config(tmp_pat
     """What the driver's pre-init worker does at each query start (unpickle, ``init``) loads no protocol module
     and no Kafka client; the config and seam key arrive intact and the protocol loads when the config is first
     used. Neither the seam key nor the Kafka password shows in a processor's text."""
-    config = dataclasses.replace(SimulatorConfig(), seam=Seam("full"))
+    config = dataclasses.replace(ProtocolConfig(), seam=Seam("full"))
     kafka = {"bootstrap.servers": "127.0.0.1:9", "sasl.password": "hunter2"}
     for processor in (RelayOperator(config, b"\x01" * 32, kafka), SubscriberOperator(config, b"\x02" * 32, kafka)):
         processor.config()  # a used config is not what travels: the pickle is
