@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from producers.author_state import AUTHOR_STATE
 from producers.kafka_io import ProducedRecord, produce, topic_size
 from producers.topics import realm_topic_specs
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
@@ -57,7 +58,8 @@ def test_topics_create_makes_a_realms_topics_as_produce_does_idempotently(kafka_
     listed = pubsub(kafka_settings, "topics", "list", "--realm", realm)
     assert listed.returncode == 0
     rows = dict(line.split("\t") for line in listed.stdout.splitlines())
-    expected = {topic(realm, name): "1" for name in INPUTS} | {topic(realm, name): "3" for name in (*OUTPUTS, VIEWS)}
+    expected = ({topic(realm, name): "1" for name in (*INPUTS, AUTHOR_STATE)}
+                | {topic(realm, name): "3" for name in (*OUTPUTS, VIEWS)})
     assert rows == expected
     admin = AdminClient(dict(kafka_settings.kafka_client_config()))
     specs = {spec.name: spec for spec in realm_topic_specs(realm, partitions=3)}

@@ -15,7 +15,7 @@ from producers.kafka_io import read_outputs
 from streaming.settings import Settings
 from supervise.verify import verify_log
 from tests.integration.test_pipeline import assert_equal
-from tests.simulator.test_forgery import added, attacked, clean_outputs
+from tests.simulator.test_forgery import added, attacked, clean_outputs, settled
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -46,7 +46,8 @@ def test_hostile_copies_through_the_job_change_nothing_but_their_rejections(
     outputs = read_outputs(kafka_settings, [t.topic for t in result.topics])
     kept, refused = added(outputs)
     assert refused == expected_refusals
-    assert Counter(kept) == Counter(added(list(clean_outputs()))[0])
+    # Stalled/Resumed health records describe how the job's batches read the topics (9 offsets a trigger here)
+    assert Counter(settled(kept)) == Counter(settled(added(list(clean_outputs()))[0]))
 
 
 def test_hostile_lines_through_produce_and_the_job_are_typed_rejections(kafka_settings: Settings,
