@@ -54,7 +54,7 @@ from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import topic
 from streaming.kafka_broker import EmbeddedKafka
 from streaming.paths import REPO_ROOT
-from streaming.settings import Settings, load_settings
+from streaming.settings import STATE_REOPEN_MODES, Settings, load_settings
 
 __all__ = ["main", "rss_kib", "tree_rss", "dir_bytes"]
 
@@ -181,6 +181,8 @@ class SoakPlan:
     subscribed_keys: int = 12
     ttl_mix: str = "0:0.3,5:0.4,30:0.3"
     seed: int = 11
+    state_reopen: str = Settings.state_reopen
+    state_reopen_minutes: float = Settings.state_reopen_minutes
 
 
 def _cli(*args: str) -> list[str]:
@@ -204,7 +206,9 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                                 value_max=48, ttl_mix=parse_ttl_mix(plan.ttl_mix), realm=realm)
         spec = LiveSpec(workload, plan.rate, None, plan.block_time)
         parts.start("job", _cli("job", "--realm", realm, "--checkpoint", str(checkpoint), "--trigger-seconds",
-                                f"{plan.trigger_seconds:g}", "--bootstrap", info.bootstrap),
+                                f"{plan.trigger_seconds:g}", "--bootstrap", info.bootstrap,
+                                "--state-reopen", plan.state_reopen,
+                                "--state-reopen-minutes", f"{plan.state_reopen_minutes:g}"),
                     env={"PUBSUB_RUNTIME_DIR": str(work / "runtime")})
         parts.start("producer", _cli(
             "workload", "--live", "--realm", realm, "--rate", f"{plan.rate:g}", "--block-time",
@@ -430,6 +434,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="publishes per second (default: 10)")
     parser.add_argument("--block-time", type=float, default=1.0, metavar="SECONDS",
                         help="the author's block time (default: 1)")
+    parser.add_argument("--trigger-seconds", type=float, default=1.0, metavar="SECONDS",
+                        help="the job's trigger interval (default: 1)")
+    parser.add_argument("--sample-seconds", type=float, default=10.0, metavar="SECONDS",
+                        help="seconds between two samples (default: 10)")
+    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES, default=Settings.state_reopen,
+                        help=f"the job's checkpoint remedy (default: {Settings.state_reopen})")
+    parser.add_argument("--state-reopen-minutes", type=float, default=Settings.state_reopen_minutes, metavar="M",
+                        help=f"minutes between periodic restarts (default: {Settings.state_reopen_minutes:g})")
     parser.add_argument("--churn", type=float, default=60.0, metavar="SECONDS",
                         help="seconds per deregister/register cycle of a publisher (default: 60)")
     parser.add_argument("--backlog", type=int, metavar="BLOCKS",
@@ -450,7 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous["backlog"] = run_backlog(args.backlog, caps, work)
         args.json.write_text(json.dumps(previous, indent=2) + "\n")
         return 0 if all(r["equal_to_simulator"] for r in previous["backlog"]["runs"]) else 1
-    plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn)
+    plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn,
+                    trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
+                    state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes)
     result = run_soak(plan, work)
     plot(result, args.png)
     previous["soak"] = result

@@ -36,7 +36,7 @@ from streaming.pipeline import (
     served_realms,
     subscriber_query,
 )
-from streaming.settings import JIT_MODES, SEAM_MODES, Settings, load_settings
+from streaming.settings import JIT_MODES, SEAM_MODES, STATE_REOPEN_MODES, Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -91,6 +91,8 @@ class JobSummary:
     records_out: dict[str, int] = field(default_factory=dict)
     heights: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    reopens: int = 0
+    """Restarts of the queries on their checkpoints (``state_reopen = "periodic"``)."""
 
 
 def _report(query: str, progress: dict[str, Any]) -> BatchReport:
@@ -201,13 +203,16 @@ def run_job(
     def stopped() -> bool:
         return bool(stop_requested) or (stop is not None and stop.is_set())
 
-    def running(queries: list[tuple[str, StreamingQuery]]) -> bool:
-        expired = run_seconds is not None and time.monotonic() - started >= run_seconds
-        return any(q.isActive for _, q in queries) and not stopped() and not expired
+    def expired() -> bool:
+        return run_seconds is not None and time.monotonic() - started >= run_seconds
 
-    def follow(queries: list[tuple[str, StreamingQuery]]) -> None:
+    def running(queries: list[tuple[str, StreamingQuery]], until: float | None) -> bool:
+        due = until is not None and time.monotonic() >= until
+        return any(q.isActive for _, q in queries) and not stopped() and not expired() and not due
+
+    def follow(queries: list[tuple[str, StreamingQuery]], until: float | None = None) -> None:
         last_scan = time.monotonic()
-        while running(queries):
+        while running(queries, until):
             queries[0][1].awaitTermination(0.5)
             for name, query in queries:
                 follower.poll(query, name, available_now)
@@ -242,9 +247,18 @@ def run_job(
                 queries = [("subscribers", subscribers.start())]
                 follow(queries)
         else:
-            queries = [("relay", relay_query(spark, settings, config, key, False).start()),
-                       ("subscribers", subscriber_query(spark, settings, config, key, False).start())]
-            follow(queries)
+            period = settings.state_reopen_minutes * 60 if settings.state_reopen == "periodic" else None
+            while True:
+                queries = [("relay", relay_query(spark, settings, config, key, False).start()),
+                           ("subscribers", subscriber_query(spark, settings, config, key, False).start())]
+                follow(queries, None if period is None else time.monotonic() + period)
+                if stopped() or expired() or not all(q.isActive for _, q in queries):
+                    break
+                # a restart on the same checkpoint: each state store reopens its RocksDB database, which starts a
+                # fresh MANIFEST (the outputs are unchanged: the batches resume where the commits ended)
+                for _, query in queries:
+                    query.stop()
+                summary.reopens += 1
     except Exception as exc:
         full = disk_full(settings.checkpoint_dir, exc)
         if full is not None:
@@ -352,6 +366,16 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
     parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
     parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many records per batch and query")
+    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES,
+                        help="how the checkpoint stays bounded: periodic (restart the queries on their checkpoints "
+                             "every --state-reopen-minutes, the default), every-commit (Spark's unloadOnCommit) or "
+                             "never ($PUBSUB_STATE_REOPEN)")
+    parser.add_argument("--state-reopen-minutes", type=float, metavar="M",
+                        help="minutes between two periodic restarts (default: 30; $PUBSUB_STATE_REOPEN_MINUTES)")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve Prometheus metrics on this port (/metrics; default: none; $PUBSUB_METRICS_PORT)")
+    parser.add_argument("--metrics-host", metavar="ADDR",
+                        help="address the metrics endpoint binds to (default: 127.0.0.1; $PUBSUB_METRICS_HOST)")
     parser.add_argument("--available-now", action="store_true", help="drain every input topic, then stop")
     parser.add_argument("--run-seconds", type=float, metavar="S", help="stop after this many seconds (default: run until stopped)")
 
@@ -370,6 +394,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "views_partitions": args.views_partitions,
             "trigger_seconds": args.trigger_seconds,
             "max_offsets_per_trigger": args.max_offsets_per_trigger,
+            "state_reopen": args.state_reopen,
+            "state_reopen_minutes": args.state_reopen_minutes,
+            "metrics_port": args.metrics_port,
+            "metrics_host": args.metrics_host,
         },
         config_file=args.config,
     )
