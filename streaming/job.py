@@ -28,6 +28,7 @@ from producers.topics import TopicError, admin_client, ensure_realm_topics
 from pubsub_core.native import build_name
 from streaming.errors import CheckpointDiskFull
 from streaming.kafka_broker import ensure_kafka
+from streaming.metrics import JobMetrics
 from streaming.paths import runtime_dir
 from streaming.pipeline import (
     load_protocol_config,
@@ -63,6 +64,8 @@ class BatchReport:
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase of the batch as Spark's progress names them (``durationMs``: latestOffset,
     queryPlanning, addBatch, walCommit, commitOffsets, ...), and ``stateCommit`` (its state stores' commit)."""
+    records_by_topic: dict[str, int] = field(default_factory=dict)
+    """Records written per output topic (full name), for the metrics."""
 
     def line(self) -> str:
         out = " ".join(f"{kind} {n}" for kind, n in self.records_out.items() if n) or "nothing"
@@ -98,6 +101,11 @@ class JobSummary:
 def _report(query: str, progress: dict[str, Any]) -> BatchReport:
     observed = (progress["observedMetrics"] or {}).get(query) if "observedMetrics" in progress else None
     metrics: dict[str, Any] = observed.asDict() if hasattr(observed, "asDict") else dict(observed or {})
+    by_topic: dict[str, int] = {}
+    for entry in metrics.pop("by_topic", None) or []:
+        name, _, number = str(entry).rpartition("=")
+        if number.isdigit():
+            by_topic[name] = by_topic.get(name, 0) + int(number)
     heights: dict[str, int] = {}
     for entry in metrics.pop("heights", None) or []:
         realm, _, number = str(entry).rpartition(":")
@@ -112,7 +120,7 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
         phases["stateCommit"] = sum(commits) / 1000
     return BatchReport(query, int(progress["batchId"]), int(progress["numInputRows"]),
                        {k: int(v) for k, v in metrics.items()}, heights, max(lags) if lags else None, duration,
-                       phases)
+                       phases, by_topic)
 
 
 def ensure_outputs(settings: Settings, realms: Sequence[str], admin: AdminClient | None = None) -> None:
@@ -128,15 +136,19 @@ def _realms_now(settings: Settings, admin: AdminClient) -> list[str]:
 class _Follower:
     """Collects each query's new progress entries into reports and the summary."""
 
-    def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None) -> None:
+    def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None,
+                 metrics: JobMetrics | None = None) -> None:
         self.summary = summary
         self.on_batch = on_batch
+        self.metrics = metrics
         self.seen: dict[str, int] = {}
 
     def poll(self, query: StreamingQuery, name: str, every_batch: bool) -> None:
         for progress in new_progress(query, self.seen.get(name, -1)):
             self.seen[name] = progress["batchId"]
             report = _report(name, progress)
+            if self.metrics is not None:
+                self.metrics.observe(name, progress, report.heights, report.records_by_topic)
             if not (report.rows_in or every_batch):
                 continue
             self.summary.batches += 1
@@ -179,10 +191,13 @@ def run_job(
     run_seconds: float | None = None,
     on_batch: Callable[[BatchReport], None] | None = None,
     stop: threading.Event | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> JobSummary:
     """Ensure Kafka and the realms' topics, start Spark and both queries, run until done, stopped (SIGTERM,
-    SIGINT, or ``stop`` set by another thread: a caller that runs the live job in-process) or ``run_seconds``."""
-    from streaming.spark_session import build_spark
+    SIGINT, or ``stop`` set by another thread: a caller that runs the live job in-process) or ``run_seconds``.
+    With ``metrics_port`` set, serves the metrics (``streaming.metrics``) meanwhile; ``say`` gets a line for the
+    endpoint and for each periodic restart of the queries."""
+    from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark
 
     settings, _broker = ensure_kafka(settings)
     admin = admin_client(settings)  # one connection for the job's topic scans
@@ -193,7 +208,14 @@ def run_job(
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
     started = time.monotonic()
     summary = JobSummary()
-    follower = _Follower(summary, on_batch)
+    metrics = JobMetrics(settings) if settings.metrics_port is not None else None
+    if metrics is not None:
+        url = metrics.start()
+        metrics.watch(realms)
+        metrics.spark_ui_url(spark.sparkContext.uiWebUrl)
+        if say:
+            say(f"metrics: {url} (Spark's: {spark.sparkContext.uiWebUrl}{SPARK_PROMETHEUS_PATH})")
+    follower = _Follower(summary, on_batch, metrics)
     stalls = _StallWatch(settings.checkpoint_dir)
     stop_requested: list[int] = []
 
@@ -224,6 +246,8 @@ def run_job(
                     now = _realms_now(settings, admin)
                     ensure_outputs(settings, [r for r in now if r not in realms], admin)
                     realms[:] = now
+                    if metrics is not None:
+                        metrics.watch(realms)
                 except (KafkaException, TopicError):
                     pass  # the broker is unreachable for a moment (a restart): the queries wait for it; scan later
                 last_scan = time.monotonic()
@@ -259,6 +283,10 @@ def run_job(
                 for _, query in queries:
                     query.stop()
                 summary.reopens += 1
+                if metrics is not None:
+                    metrics.reopened()
+                if say:
+                    say(f"state stores reopened: queries restarted on their checkpoints ({summary.reopens})")
     except Exception as exc:
         full = disk_full(settings.checkpoint_dir, exc)
         if full is not None:
@@ -270,6 +298,8 @@ def run_job(
                 query.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if metrics is not None:
+            metrics.close()
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -410,7 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"protocol: the {build_name()} build on the driver (each executor chooses its own the same way)", flush=True)
     summary = run_job(settings_from_args(args), available_now=args.available_now, run_seconds=args.run_seconds,
-                      on_batch=lambda report: print(report.line(), flush=True))
+                      on_batch=lambda report: print(report.line(), flush=True),
+                      say=lambda line: print(line, flush=True))
     print(f"job done: {summary.batches} batches, {summary.input_rows} input rows, {summary.seconds:.1f}s", flush=True)
     return 0
 
