@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cli.commands.produce",
     "cli.commands.author",
     "cli.commands.job",
+    "cli.commands.status",
     "cli.commands.consume",
     "cli.commands.export",
     "cli.commands.verify",

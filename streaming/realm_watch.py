@@ -83,7 +83,7 @@ class RealmWatch:
         self.realms = sorted(set(realms))
         self.facts: dict[str, RealmFacts] = {realm: RealmFacts() for realm in self.realms}
         config = consumer_config(settings, f"pubsub-watch-{uuid.uuid4().hex[:8]}")
-        self.consumer = Consumer({**config, "isolation.level": "read_committed"})
+        self.consumer = Consumer({**config, "isolation.level": "read_committed", "log_level": "0"})
         self.ends: dict[tuple[str, int], int] = {}
         """The end offset of each partition when the watch started (what ``caught_up`` waits for)."""
         self._assign()
