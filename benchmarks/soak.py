@@ -183,6 +183,8 @@ class SoakPlan:
     seed: int = 11
     state_reopen: str = Settings.state_reopen
     state_reopen_minutes: float = Settings.state_reopen_minutes
+    warmup_minutes: float = 5.0
+    """Samples before this are left out of the levels and slopes (retention of 100 batches filling, JIT)."""
 
 
 def _cli(*args: str) -> list[str]:
@@ -280,6 +282,10 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
               f"Stage S at block {last}")
         parts.stop("job", signal.SIGTERM)
         result["blocks"] = last
+        result["batches"] = job_batches(work / "logs")
+        with tracker.lock:
+            result["longest_output_gap_seconds"] = round(longest_gap(
+                [t for n, t in tracker.out_seen.items() if t >= start]), 1)
         result["events"] = dict(events.counts)
         exported = work / "events.jsonl"
         from cli.main import main as pubsub
@@ -295,12 +301,56 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                             for t in checked.topics}
     finally:
         result["samples"] = samples
+        result["levels"] = levels(samples, plan.warmup_minutes)
         parts.stop_all()
         for thread in (tracker, events):
             if thread is not None:
                 thread.stop()
         broker.stop()
     return result
+
+
+def levels(samples: Sequence[dict[str, object]], warmup_minutes: float) -> dict[str, dict[str, float]]:
+    """Per sampled series, after ``warmup_minutes``: first, last, min, max, and the least-squares slope per hour
+    with its standard error (a slope within about two standard errors of 0 is flat within the noise)."""
+    kept = [s for s in samples if float(s["t"]) >= warmup_minutes * 60]  # type: ignore[arg-type]
+    out: dict[str, dict[str, float]] = {}
+    if len(kept) < 3:
+        return out
+    hours = [float(s["t"]) / 3600 for s in kept]  # type: ignore[arg-type]
+    mean_t = sum(hours) / len(hours)
+    spread = sum((t - mean_t) ** 2 for t in hours)
+    for key in kept[0]:
+        if key == "t" or not all(isinstance(s.get(key), (int, float)) for s in kept):
+            continue
+        values = [float(s[key]) for s in kept]  # type: ignore[arg-type]
+        mean_v = sum(values) / len(values)
+        slope = sum((t - mean_t) * (v - mean_v) for t, v in zip(hours, values)) / spread if spread else 0.0
+        residual = sum((v - mean_v - slope * (t - mean_t)) ** 2 for t, v in zip(hours, values))
+        error = (residual / (len(values) - 2) / spread) ** 0.5 if spread else 0.0
+        out[key] = {"first": values[0], "last": values[-1], "min": min(values), "max": max(values),
+                    "slope_per_hour": slope, "slope_error": error}
+    return out
+
+
+def longest_gap(times: Sequence[float]) -> float:
+    """The longest wait, in seconds, between two blocks' first outputs (a restart of the queries shows here)."""
+    ordered = sorted(times)
+    return max((b - a for a, b in zip(ordered, ordered[1:])), default=0.0)
+
+
+def job_batches(logs: Path) -> dict[str, int]:
+    """The newest batch id of each query in the job's logs (batch ids go on across restarts on a checkpoint),
+    and the periodic restarts of the queries the job reported."""
+    out: dict[str, int] = {"reopens": 0}
+    for log in sorted(logs.glob("job.*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            head = line.split(":", 1)[0].split()
+            if len(head) == 3 and head[1] == "batch" and head[2].isdigit():
+                out[head[0]] = max(out.get(head[0], 0), int(head[2]) + 1)
+            elif line.startswith("state stores reopened"):
+                out["reopens"] += 1
+    return out
 
 
 def _check(parts: Parts) -> None:
@@ -318,7 +368,7 @@ def _wait(parts: Parts, done: Callable[[], bool], seconds: float, what: str) -> 
         time.sleep(0.5)
 
 
-def plot(result: dict[str, object], path: Path) -> None:
+def plot(result: dict[str, object], path: Path, title: str = "soak") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -329,7 +379,8 @@ def plot(result: dict[str, object], path: Path) -> None:
     t = [s["t"] / 60 for s in samples]
     fig, (mem, disk, work) = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
     for key, label in (("jvm_mib", "driver JVM"), ("python_workers_mib", "Python workers"),
-                       ("driver_python_mib", "driver Python"), ("broker_mib", "Kafka broker")):
+                       ("driver_python_mib", "driver Python"), ("broker_mib", "Kafka broker"),
+                       ("author_mib", "author"), ("producer_mib", "producer")):
         mem.plot(t, [s[key] for s in samples], label=label)
     mem.set_ylabel("RSS (MiB)")
     mem.legend(loc="upper left", fontsize=8)
@@ -346,8 +397,9 @@ def plot(result: dict[str, object], path: Path) -> None:
     work.legend(loc="upper left", fontsize=8)
     plan = result["plan"]
     assert isinstance(plan, dict)
-    fig.suptitle(f"soak: {plan['rate']:g} publishes/s, block {plan['block_time']:g} s, "
-                 f"{plan['minutes']:g} min (local[2])")
+    fig.suptitle(f"{title}: {plan['rate']:g} publishes/s, block {plan['block_time']:g} s, trigger "
+                 f"{plan['trigger_seconds']:g} s, state_reopen {plan['state_reopen']}, {plan['minutes']:g} min "
+                 "(local[2])", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
@@ -442,6 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"the job's checkpoint remedy (default: {Settings.state_reopen})")
     parser.add_argument("--state-reopen-minutes", type=float, default=Settings.state_reopen_minutes, metavar="M",
                         help=f"minutes between periodic restarts (default: {Settings.state_reopen_minutes:g})")
+    parser.add_argument("--warmup-minutes", type=float, default=SoakPlan.warmup_minutes, metavar="M",
+                        help="samples left out of the levels and slopes (default: 5)")
     parser.add_argument("--churn", type=float, default=60.0, metavar="SECONDS",
                         help="seconds per deregister/register cycle of a publisher (default: 60)")
     parser.add_argument("--backlog", type=int, metavar="BLOCKS",
@@ -464,7 +518,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if all(r["equal_to_simulator"] for r in previous["backlog"]["runs"]) else 1
     plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn,
                     trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
-                    state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes)
+                    state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes,
+                    warmup_minutes=args.warmup_minutes)
     result = run_soak(plan, work)
     plot(result, args.png)
     previous["soak"] = result
