@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,7 +57,8 @@ from streaming.kafka_broker import EmbeddedKafka
 from streaming.paths import REPO_ROOT
 from streaming.settings import STATE_REOPEN_MODES, Settings, load_settings
 
-__all__ = ["main", "rss_kib", "tree_rss", "dir_bytes"]
+__all__ = ["checkpoint_anatomy", "dir_bytes", "job_batches", "levels", "longest_gap", "main", "rss_kib",
+           "tree_rss"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -113,6 +115,39 @@ def rocksdb_dirs(root: int) -> set[Path]:
                     path = path.parent
                 found.add(path)
     return found
+
+
+def checkpoint_anatomy(checkpoint: Path) -> dict[str, float]:
+    """Where the state stores' checkpoint bytes are (MiB): snapshot zips, changelogs, shared SST files, and the
+    RocksDB MANIFEST inside each store's newest zip (uncompressed, summed over the stores): the part that grows
+    with each flush while a store stays open."""
+    zips = changelogs = ssts = manifest = 0
+    for store in checkpoint.glob("*/state/*/*"):
+        if not store.is_dir() or not store.name.isdigit():
+            continue
+        newest: tuple[int, Path] | None = None
+        for path in store.iterdir():
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if path.suffix == ".zip":
+                zips += size
+                version = path.stem.split("_")[0]
+                if version.isdigit() and (newest is None or int(version) > newest[0]):
+                    newest = (int(version), path)
+            elif path.suffix == ".changelog":
+                changelogs += size
+            elif path.name == "SSTs":
+                ssts += dir_bytes(path)
+        if newest is not None:
+            try:
+                with zipfile.ZipFile(newest[1]) as archive:
+                    manifest += sum(i.file_size for i in archive.infolist() if i.filename.startswith("MANIFEST"))
+            except (OSError, zipfile.BadZipFile):
+                pass  # removed or still being written: the next sample reads it
+    return {"zips_mib": zips / 2**20, "changelogs_mib": changelogs / 2**20, "ssts_mib": ssts / 2**20,
+            "manifest_kib": manifest / 1024}
 
 
 class EventCounter(TopicFollower):
@@ -262,6 +297,7 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                     "relay_state_mib": dir_bytes(checkpoint / "relay" / "state") / 2**20,
                     "subscribers_state_mib": dir_bytes(checkpoint / "subscribers" / "state") / 2**20,
                     "rocksdb_local_mib": sum(dir_bytes(d) for d in rocksdb_dirs(job_pid)) / 2**20,
+                    **checkpoint_anatomy(checkpoint),
                     **{k: events.counts[k] for k in EventCounter.KINDS},
                 }
                 samples.append(sample)
