@@ -45,6 +45,7 @@ from pathlib import Path
 from confluent_kafka import Message, Producer
 
 from benchmarks.chaos import OutputTracker, Parts, cmdline, descendants, tail
+from cli.main import main as pubsub  # imported at start: a run lasts long, and the tree may change meanwhile
 from benchmarks.follow import TopicFollower
 from producers.live import LiveSource, LiveSpec, read_resume_point
 from producers.live_run import WORKLOAD_AUTHOR_SEED
@@ -56,6 +57,7 @@ from pubsub_core.stages.topics import topic
 from streaming.kafka_broker import EmbeddedKafka
 from streaming.paths import REPO_ROOT
 from streaming.settings import STATE_REOPEN_MODES, Settings, load_settings
+from streaming.verify import check_outputs
 
 __all__ = ["checkpoint_anatomy", "dir_bytes", "job_batches", "levels", "longest_gap", "main", "rss_kib",
            "tree_rss"]
@@ -324,9 +326,6 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                 [t for n, t in tracker.out_seen.items() if t >= start]), 1)
         result["events"] = dict(events.counts)
         exported = work / "events.jsonl"
-        from cli.main import main as pubsub
-        from streaming.verify import check_outputs
-
         if pubsub(["export", "--bootstrap", info.bootstrap, "--realm", realm, "-o", str(exported)]) != 0:
             raise RuntimeError("export failed")
         checked = check_outputs(exported.read_bytes().splitlines(), settings, [realm])
