@@ -2,8 +2,9 @@
 and Spark's own servlet; its HTTP API answers with the relay height and the lag per input partition.
 
 The live job drains a generated log in small batches (``--max-offsets-per-trigger``), so the inputs lag behind at
-first; the relay height Prometheus reports at the end is the log's last block, read from the log itself. Then
-`pubsub status` reads the same facts from the running job's endpoint.
+first; the relay height Prometheus reports at the end is the log's last block, read from the log itself. The job
+restarts its queries on their checkpoints every 18 s meanwhile (``state_reopen = "periodic"``), and its outputs
+still equal the simulator's. Then `pubsub status` reads the same facts from the running job's endpoint.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from producers.workload import WorkloadSpec, generate
 from streaming.kafka_broker import free_port
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.verify import produce_log
+from streaming.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -109,7 +110,7 @@ def test_prometheus_scrapes_the_live_job_and_answers_relay_height_and_lag(
         job = subprocess.Popen(
             [sys.executable, "-m", "cli.main", "job", "--bootstrap", str(kafka_settings.kafka_bootstrap),
              "--realm", realm, "--checkpoint", str(tmp_path / "checkpoint"), "--trigger-seconds", "0.5",
-             "--max-offsets-per-trigger", "15", "--metrics-port", str(job_port)],
+             "--max-offsets-per-trigger", "15", "--metrics-port", str(job_port), "--state-reopen-minutes", "0.3"],
             stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env, start_new_session=True)
     try:
         relay = f'pubsub_relay_height{{realm="{realm}"}}'
@@ -127,6 +128,10 @@ def test_prometheus_scrapes_the_live_job_and_answers_relay_height_and_lag(
         pov = _query(port, f'pubsub_pov_budget_bytes{{realm="{realm}"}}')
         assert {r["metric"]["subscriber"] for r in pov} == {"3000", "3001"}
         assert _query(port, 'up{job="spark"}')[0]["value"][1] == "1"  # Spark's own servlet, scraped too
+        # the queries were restarted on their checkpoints meanwhile (every 18 s), and the outputs are exact
+        assert float(_query(port, "pubsub_state_reopens_total")[0]["value"][1]) >= 1
+        checked = check_outputs(lines, kafka_settings, [realm])
+        assert all(t.ok for t in checked.topics), [(t.topic, t.examples) for t in checked.topics if not t.ok]
         status = subprocess.run(
             [sys.executable, "-m", "cli.main", "status", "--realm", realm, "--metrics-url",
              f"http://127.0.0.1:{job_port}/metrics"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
