@@ -23,12 +23,20 @@ PYTEST_ARGS ?=
 setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR)
 native: $(NATIVE_STAMP)
 
-# Java 17+ and Maven come from the distribution; installed here only when missing and we may (root + apt-get).
+# Java 17+ and Maven come from the distribution, and Prometheus (the metrics test scrapes the live job with it;
+# the package's own service, which would listen on every interface, is disabled); installed here only when
+# missing and we may (root + apt-get).
 check-tools:
 	@if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven; \
 	  else echo "make setup: install Java 17+ and Maven (e.g. apt-get install openjdk-17-jdk-headless maven)"; exit 1; fi; \
+	fi
+	@if ! command -v prometheus >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
+	    if command -v systemctl >/dev/null; then systemctl disable --now prometheus >/dev/null 2>&1 || true; fi; \
+	  else echo "make setup: install Prometheus (e.g. apt-get install prometheus)"; exit 1; fi; \
 	fi
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "make setup: Python >= 3.11 is needed as $(PYTHON)"; exit 1; }
 

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cli.commands.produce",
     "cli.commands.author",
     "cli.commands.job",
+    "cli.commands.status",
     "cli.commands.consume",
     "cli.commands.export",
     "cli.commands.verify",

@@ -11,8 +11,10 @@ __all__ = [
     "CheckpointUnreadable",
     "JarsMissingError",
     "KafkaUnavailable",
+    "MetricsError",
     "RecordWriteError",
     "SettingsError",
+    "StatusUnavailable",
     "StreamingError",
 ]
 
@@ -83,3 +85,19 @@ class RecordWriteError(StreamingError):
         self.topic = topic
         self.reason = reason
         self.failed = failed
+
+
+class MetricsError(StreamingError):
+    """The metrics endpoint could not be served (a port in use, an address not on this host)."""
+
+    def __init__(self, host: str, port: int, reason: str) -> None:
+        super().__init__(f"cannot serve metrics on {host}:{port}: {reason}")
+        self.host, self.port = host, port
+
+
+class StatusUnavailable(StreamingError):
+    """Neither a running job's metrics nor the realm's topics could be read for `pubsub status`."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"cannot read the status from {where}: {reason}")
+        self.where = where

@@ -29,6 +29,7 @@ from producers.topics import TopicError, admin_client, ensure_realm_topics, is_s
 from pubsub_core.stages.stall import WaitingStatus
 from state.native import build_name
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable
+from streaming.metrics import JobMetrics
 from streaming.operators import parse_waiting
 from streaming.paths import runtime_dir
 from streaming.pipeline import (
@@ -38,7 +39,7 @@ from streaming.pipeline import (
     served_realms,
     subscriber_query,
 )
-from streaming.settings import JIT_MODES, SEAM_MODES, Settings, load_settings
+from streaming.settings import JIT_MODES, SEAM_MODES, STATE_REOPEN_MODES, Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -83,6 +84,8 @@ class BatchReport:
     """Per realm Stage R ran for in this batch: its first waiting block after the batch (None: no block waits)."""
     waiting_seconds: dict[str, float] = field(default_factory=dict)
     """Per realm with a waiting block: for how long the driver has seen that block waiting (its clock)."""
+    records_by_topic: dict[str, int] = field(default_factory=dict)
+    """Records written per output topic (full name), for the metrics."""
 
     def line(self) -> str:
         out = " ".join(f"{kind} {n}" for kind, n in self.records_out.items() if n) or "nothing"
@@ -116,12 +119,19 @@ class JobSummary:
     seconds: float = 0.0
     waiting: dict[str, WaitingStatus] = field(default_factory=dict)
     """Per realm whose Stage R has a waiting block: the latest status the job saw (the metrics read it)."""
+    reopens: int = 0
+    """Restarts of the queries on their checkpoints (``state_reopen = "periodic"``)."""
 
 
 def _report(query: str, progress: dict[str, Any]) -> BatchReport:
     observed: Any = (progress.get("observedMetrics") or {}).get(query)
     metrics: dict[str, Any] = observed.asDict() if hasattr(observed, "asDict") else dict(observed or {})
     waiting = dict(parse_waiting(str(key)) for key in metrics.pop("waiting", None) or [])
+    by_topic: dict[str, int] = {}
+    for entry in metrics.pop("by_topic", None) or []:
+        name, _, number = str(entry).rpartition("=")
+        if number.isdigit():
+            by_topic[name] = by_topic.get(name, 0) + int(number)
     heights: dict[str, int] = {}
     for entry in metrics.pop("heights", None) or []:
         realm, _, number = str(entry).rpartition(":")
@@ -136,8 +146,7 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
         phases["stateCommit"] = sum(commits) / 1000
     return BatchReport(query, int(progress["batchId"]), int(progress["numInputRows"]),
                        {k: int(v) for k, v in metrics.items()}, heights, max(lags) if lags else None, duration,
-                       phases, waiting)
-
+                       phases, waiting, records_by_topic=by_topic)
 
 def ensure_outputs(settings: Settings, realms: Sequence[str], admin: AdminClient | None = None) -> None:
     """Create each served realm's output and seam topics (``views_partitions`` partitions, topic limits set)."""
@@ -152,9 +161,11 @@ def _realms_now(settings: Settings, admin: AdminClient) -> list[str]:
 class _Follower:
     """Collects each query's new progress entries into reports and the summary."""
 
-    def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None) -> None:
+    def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None,
+                 metrics: JobMetrics | None = None) -> None:
         self.summary = summary
         self.on_batch = on_batch
+        self.metrics = metrics
         self.seen: dict[str, int] = {}
         self.waits = RealmWaits()
 
@@ -162,6 +173,10 @@ class _Follower:
         for progress in new_progress(query, self.seen.get(name, -1)):
             self.seen[name] = progress["batchId"]
             report = self.waits.seen(_report(name, progress), self.summary)
+            if self.metrics is not None:
+                self.metrics.observe(name, progress, report.heights, report.records_by_topic)
+                for realm, status in report.waiting.items():
+                    self.metrics.waiting(realm, status, report.waiting_seconds.get(realm, 0.0))
             if not (report.rows_in or every_batch):
                 continue
             self.summary.batches += 1
@@ -236,11 +251,14 @@ def run_job(
     run_seconds: float | None = None,
     on_batch: Callable[[BatchReport], None] | None = None,
     stop: threading.Event | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> JobSummary:
     """Check Kafka answers, ensure the realms' topics, start Spark and both queries, run until done, stopped
     (SIGTERM, SIGINT, or ``stop`` set by another thread: a caller that runs the live job in-process) or
-    ``run_seconds``. The Kafka cluster is the configured one (`pubsub job` starts the embedded broker when none is)."""
-    from streaming.spark_session import build_spark
+    ``run_seconds``. The Kafka cluster is the configured one (`pubsub job` starts the embedded broker when none is).
+    With ``metrics_port`` set, serves the metrics (``streaming.metrics``) meanwhile; ``say`` gets a line for the
+    endpoint and for each periodic restart of the queries."""
+    from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark
 
     _log_to_stderr()
     require_kafka(settings)
@@ -252,7 +270,14 @@ def run_job(
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
     started = time.monotonic()
     summary = JobSummary()
-    follower = _Follower(summary, on_batch)
+    metrics = JobMetrics(settings) if settings.metrics_port is not None else None
+    if metrics is not None:
+        url = metrics.start()
+        metrics.watch(realms)
+        metrics.spark_ui_url(spark.sparkContext.uiWebUrl)
+        if say:
+            say(f"metrics: {url} (Spark's: {spark.sparkContext.uiWebUrl}{SPARK_PROMETHEUS_PATH})")
+    follower = _Follower(summary, on_batch, metrics)
     stalls = _StallWatch(settings.checkpoint_dir)
     stop_requested: list[int] = []
 
@@ -262,13 +287,16 @@ def run_job(
     def stopped() -> bool:
         return bool(stop_requested) or (stop is not None and stop.is_set())
 
-    def running(queries: list[tuple[str, StreamingQuery]]) -> bool:
-        expired = run_seconds is not None and time.monotonic() - started >= run_seconds
-        return any(q.isActive for _, q in queries) and not stopped() and not expired
+    def expired() -> bool:
+        return run_seconds is not None and time.monotonic() - started >= run_seconds
 
-    def follow(queries: list[tuple[str, StreamingQuery]]) -> None:
+    def running(queries: list[tuple[str, StreamingQuery]], until: float | None) -> bool:
+        due = until is not None and time.monotonic() >= until
+        return any(q.isActive for _, q in queries) and not stopped() and not expired() and not due
+
+    def follow(queries: list[tuple[str, StreamingQuery]], until: float | None = None) -> None:
         last_scan = time.monotonic()
-        while running(queries):
+        while running(queries, until):
             queries[0][1].awaitTermination(0.5)  # type: ignore[arg-type]  # pyspark takes float seconds, hints int
             for name, query in queries:
                 follower.poll(query, name, available_now)
@@ -280,6 +308,8 @@ def run_job(
                     now = _realms_now(settings, admin)
                     ensure_outputs(settings, [r for r in now if r not in realms], admin)
                     realms[:] = now
+                    if metrics is not None:
+                        metrics.watch(realms)
                 except (KafkaException, TopicError):
                     pass  # the broker is unreachable for a moment (a restart): the queries wait for it; scan later
                 last_scan = time.monotonic()
@@ -303,9 +333,22 @@ def run_job(
                 queries = [("subscribers", subscribers.start())]
                 follow(queries)
         else:
-            queries = [("relay", relay_query(spark, settings, config, key, False).start()),
-                       ("subscribers", subscriber_query(spark, settings, config, key, False).start())]
-            follow(queries)
+            period = settings.state_reopen_minutes * 60 if settings.state_reopen == "periodic" else None
+            while True:
+                queries = [("relay", relay_query(spark, settings, config, key, False).start()),
+                           ("subscribers", subscriber_query(spark, settings, config, key, False).start())]
+                follow(queries, None if period is None else time.monotonic() + period)
+                if stopped() or expired() or not all(q.isActive for _, q in queries):
+                    break
+                # a restart on the same checkpoint: each state store reopens its RocksDB database, which starts a
+                # fresh MANIFEST (the outputs are unchanged: the batches resume where the commits ended)
+                for _, query in queries:
+                    query.stop()
+                summary.reopens += 1
+                if metrics is not None:
+                    metrics.reopened()
+                if say:
+                    say(f"state stores reopened: queries restarted on their checkpoints ({summary.reopens})")
     except Exception as exc:
         full = disk_full(settings.checkpoint_dir, exc)
         if full is not None:
@@ -317,6 +360,8 @@ def run_job(
                 query.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if metrics is not None:
+            metrics.close()
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -423,6 +468,16 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
     parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
     parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many records per batch and query")
+    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES,
+                        help="how the checkpoint stays bounded: periodic (restart the queries on their checkpoints "
+                             "every --state-reopen-minutes, the default), every-commit (Spark's unloadOnCommit) or "
+                             "never ($PUBSUB_STATE_REOPEN)")
+    parser.add_argument("--state-reopen-minutes", type=float, metavar="M",
+                        help="minutes between two periodic restarts (default: 30; $PUBSUB_STATE_REOPEN_MINUTES)")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve Prometheus metrics on this port (/metrics; default: none; $PUBSUB_METRICS_PORT)")
+    parser.add_argument("--metrics-host", metavar="ADDR",
+                        help="address the metrics endpoint binds to (default: 127.0.0.1; $PUBSUB_METRICS_HOST)")
     parser.add_argument("--available-now", action="store_true", help="drain every input topic, then stop")
     parser.add_argument("--run-seconds", type=float, metavar="S", help="stop after this many seconds (default: run until stopped)")
 
@@ -441,6 +496,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "views_partitions": args.views_partitions,
             "trigger_seconds": args.trigger_seconds,
             "max_offsets_per_trigger": args.max_offsets_per_trigger,
+            "state_reopen": args.state_reopen,
+            "state_reopen_minutes": args.state_reopen_minutes,
+            "metrics_port": args.metrics_port,
+            "metrics_host": args.metrics_host,
         },
         config_file=args.config,
     )
@@ -453,7 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"protocol: the {build_name()} build on the driver (each executor chooses its own the same way)", flush=True)
     summary = run_job(settings_from_args(args), available_now=args.available_now, run_seconds=args.run_seconds,
-                      on_batch=lambda report: print(report.line(), flush=True))
+                      on_batch=lambda report: print(report.line(), flush=True),
+                      say=lambda line: print(line, flush=True))
     print(f"job done: {summary.batches} batches, {summary.input_rows} input rows, {summary.seconds:.1f}s", flush=True)
     return 0
 

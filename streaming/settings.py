@@ -20,7 +20,8 @@ from pubsub_core.stages.config import Seam
 from streaming.errors import SettingsError
 from streaming.paths import runtime_dir
 
-__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "Secret", "Settings", "load_settings"]
+__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "STATE_REOPEN_MODES", "Secret", "Settings",
+           "load_settings"]
 
 ENV_PREFIX = "PUBSUB_"
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -29,6 +30,11 @@ SEAM_MODES = tuple(mode.value for mode in Seam)
 JIT_JAVA_OPTIONS: dict[str, tuple[str, ...]] = {"c1": ("-XX:TieredStopAtLevel=1",), "tiered": ()}
 """The JVM options of each ``spark_jit`` mode (the embedded broker always takes the ``c1`` ones)."""
 JIT_MODES = tuple(JIT_JAVA_OPTIONS)
+STATE_REOPEN_MODES = ("periodic", "every-commit", "never")
+"""How the job bounds its checkpoint (docs/reliability.md, "A checkpoint of bounded size"): every snapshot of an
+open RocksDB state store holds the store's whole MANIFEST, which grows by each commit until the store is reopened.
+``periodic``: restart both queries on the same checkpoint every ``state_reopen_minutes`` (each store reopens with a
+fresh MANIFEST); ``every-commit``: Spark's ``stateStore.unloadOnCommit`` (a reload each batch); ``never``."""
 RECONNECT_BACKOFF_MS = 10
 """librdkafka's first reconnect backoff (default 100 ms). A new client's first request, when it comes before the
 bootstrap connection's handshake is done, waits out librdkafka's connection throttle, half this backoff: a new
@@ -85,6 +91,17 @@ class Settings:
     spark_jit: str = "c1"
     """How Spark's JVMs compile: ``c1`` (the quick compiler only) or ``tiered`` (the JVM's default, C1 then C2).
     On two cores C2 took more CPU than the job's own work (docs/benchmarks.md, "The JVM's compiler")."""
+    state_reopen: str = "periodic"
+    """How the state stores' checkpoint stays bounded: one of ``STATE_REOPEN_MODES``."""
+    state_reopen_minutes: float = 30.0
+    """With ``state_reopen = "periodic"``: minutes between two restarts of the queries on their checkpoints."""
+    metrics_port: int | None = None
+    """TCP port of the job's Prometheus endpoint (``/metrics``: the protocol's gauges); None: no endpoint. With it,
+    Spark's UI serves Spark's own metrics too (``/metrics/prometheus``) on ``spark_ui_port``."""
+    metrics_host: str = "127.0.0.1"
+    """Address the metrics endpoint binds to (Spark's UI stays on loopback, ``SPARK_LOCAL_IP``)."""
+    spark_ui_port: int = 4040
+    """Spark UI port when ``metrics_port`` is set (Spark takes the next free one if it is busy)."""
 
     def __post_init__(self) -> None:
         if not _TOPIC.match(self.topic("x")):
@@ -110,6 +127,14 @@ class Settings:
             raise SettingsError("spark_jit", self.spark_jit, "settings", f"one of {JIT_MODES}")
         if self.seam is not None and self.seam not in SEAM_MODES:
             raise SettingsError("seam", self.seam, "settings", f"one of {SEAM_MODES}")
+        if self.state_reopen not in STATE_REOPEN_MODES:
+            raise SettingsError("state_reopen", self.state_reopen, "settings", f"one of {STATE_REOPEN_MODES}")
+        if self.state_reopen_minutes <= 0:
+            raise SettingsError("state_reopen_minutes", self.state_reopen_minutes, "settings", "must be positive")
+        for name in ("metrics_port", "spark_ui_port"):
+            port = getattr(self, name)
+            if port is not None and not 0 < port < 65536:
+                raise SettingsError(name, port, "settings", "a TCP port, 1-65535")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
             raise SettingsError("max_offsets_per_trigger", self.max_offsets_per_trigger, "settings", "must be >= 1")
 

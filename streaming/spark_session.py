@@ -41,8 +41,9 @@ from streaming.settings import JIT_JAVA_OPTIONS, Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here
 
-__all__ = ["build_spark", "connector_jars", "jit_seconds", "local_file_system_jar", "prepare_environment",
-           "pyspark_package_dir", "pyspark_version", "spark_conf", "worker_spark_home"]
+__all__ = ["SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_seconds", "local_file_system_jar",
+           "prepare_environment", "prometheus_conf", "pyspark_package_dir", "pyspark_version", "spark_conf",
+           "worker_spark_home"]
 
 LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -151,7 +152,7 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         # Loopback unless the executors run elsewhere (docker-compose, a real cluster): then name a reachable host.
         "spark.driver.host": os.environ.get("PUBSUB_SPARK_DRIVER_HOST", "127.0.0.1"),
         "spark.driver.bindAddress": os.environ.get("PUBSUB_SPARK_DRIVER_BIND_ADDRESS", "127.0.0.1"),
-        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.enabled": "true" if ui or settings.metrics_port is not None else "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.default.parallelism": str(settings.shuffle_partitions),
@@ -164,10 +165,32 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         "spark.driver.extraJavaOptions": java_options,
         "spark.executor.extraJavaOptions": java_options,
     }
+    if settings.state_reopen == "every-commit":
+        conf["spark.sql.streaming.stateStore.unloadOnCommit"] = "true"
+    if settings.metrics_port is not None:
+        conf.update(prometheus_conf(settings))
     if not settings.spark_master.startswith("local"):
         conf["spark.cores.max"] = os.environ.get("PUBSUB_SPARK_CORES_MAX", "2")
         conf["spark.executor.memory"] = os.environ.get("PUBSUB_SPARK_EXECUTOR_MEMORY", "1g")
     return conf
+
+
+SPARK_PROMETHEUS_PATH = "/metrics/prometheus"
+"""Where Spark's UI serves the driver's metrics system in Prometheus text (``PrometheusServlet``); the executors'
+are at ``/metrics/executors/prometheus``."""
+
+
+def prometheus_conf(settings: Settings) -> dict[str, str]:
+    """Spark's own metrics in Prometheus text on its UI (``spark_ui_port``, on ``SPARK_LOCAL_IP``: loopback), with
+    the streaming queries' gauges (input and processing rates, latency, state rows and bytes) among them."""
+    return {
+        "spark.ui.port": str(settings.spark_ui_port),
+        "spark.ui.prometheus.enabled": "true",
+        "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+        "spark.metrics.conf.*.sink.prometheusServlet.path": SPARK_PROMETHEUS_PATH,
+        "spark.metrics.namespace": "pubsub",
+        "spark.sql.streaming.metricsEnabled": "true",
+    }
 
 
 @contextlib.contextmanager

@@ -36,14 +36,16 @@ import tempfile
 import threading
 import time
 import uuid
+import zipfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import save_plot, write_result
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
+from cli.main import main as pubsub  # imported at start: a run lasts long, and the tree may change meanwhile
 from producers.kafka_io import ConsumedRecord, ProducedRecord, produce
 from producers.live import LiveSource, LiveSpec, read_resume_point
 from producers.topics import ensure_realm_topics
@@ -52,12 +54,14 @@ from pubsub_core.relay import BroadcasterCall, CallKind
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import topic
 from streaming.paths import REPO_ROOT
-from streaming.settings import Settings, load_settings
+from streaming.settings import STATE_REOPEN_MODES, Settings, load_settings
 from supervise.follow import TopicFollower
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
+from supervise.verify import check_outputs
 
-__all__ = ["main", "rss_kib", "tree_rss", "dir_bytes"]
+__all__ = ["checkpoint_anatomy", "dir_bytes", "job_batches", "levels", "longest_gap", "main", "rss_kib",
+           "tree_rss"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -114,6 +118,39 @@ def rocksdb_dirs(root: int) -> set[Path]:
                     path = path.parent
                 found.add(path)
     return found
+
+
+def checkpoint_anatomy(checkpoint: Path) -> dict[str, float]:
+    """Where the state stores' checkpoint bytes are (MiB): snapshot zips, changelogs, shared SST files, and the
+    RocksDB MANIFEST inside each store's newest zip (uncompressed, summed over the stores): the part that grows
+    with each flush while a store stays open."""
+    zips = changelogs = ssts = manifest = 0
+    for store in checkpoint.glob("*/state/*/*"):
+        if not store.is_dir() or not store.name.isdigit():
+            continue
+        newest: tuple[int, Path] | None = None
+        for path in store.iterdir():
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if path.suffix == ".zip":
+                zips += size
+                version = path.stem.split("_")[0]
+                if version.isdigit() and (newest is None or int(version) > newest[0]):
+                    newest = (int(version), path)
+            elif path.suffix == ".changelog":
+                changelogs += size
+            elif path.name == "SSTs":
+                ssts += dir_bytes(path)
+        if newest is not None:
+            try:
+                with zipfile.ZipFile(newest[1]) as archive:
+                    manifest += sum(i.file_size for i in archive.infolist() if i.filename.startswith("MANIFEST"))
+            except (OSError, zipfile.BadZipFile):
+                pass  # removed or still being written: the next sample reads it
+    return {"zips_mib": zips / 2**20, "changelogs_mib": changelogs / 2**20, "ssts_mib": ssts / 2**20,
+            "manifest_kib": manifest / 1024}
 
 
 class EventCounter(TopicFollower):
@@ -182,6 +219,10 @@ class SoakPlan:
     subscribed_keys: int = 12
     ttl_mix: str = "0:0.3,5:0.4,30:0.3"
     seed: int = 11
+    state_reopen: str = Settings.state_reopen
+    state_reopen_minutes: float = Settings.state_reopen_minutes
+    warmup_minutes: float = 5.0
+    """Samples before this are left out of the levels and slopes (retention of 100 batches filling, JIT)."""
 
 
 def _cli(*args: str) -> list[str]:
@@ -205,7 +246,9 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                                 value_max=48, ttl_mix=parse_ttl_mix(plan.ttl_mix), realm=realm)
         spec = LiveSpec(workload, plan.rate, None, plan.block_time)
         parts.start("job", _cli("job", "--realm", realm, "--checkpoint", str(checkpoint), "--trigger-seconds",
-                                f"{plan.trigger_seconds:g}", "--bootstrap", info.bootstrap),
+                                f"{plan.trigger_seconds:g}", "--bootstrap", info.bootstrap,
+                                "--state-reopen", plan.state_reopen,
+                                "--state-reopen-minutes", f"{plan.state_reopen_minutes:g}"),
                     env={"PUBSUB_RUNTIME_DIR": str(work / "runtime")})
         parts.start("producer", _cli(
             "workload", "--live", "--realm", realm, "--rate", f"{plan.rate:g}", "--block-time",
@@ -257,6 +300,7 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                     "relay_state_mib": dir_bytes(checkpoint / "relay" / "state") / 2**20,
                     "subscribers_state_mib": dir_bytes(checkpoint / "subscribers" / "state") / 2**20,
                     "rocksdb_local_mib": sum(dir_bytes(d) for d in rocksdb_dirs(job_pid)) / 2**20,
+                    **checkpoint_anatomy(checkpoint),
                     **{k: events.counts[k] for k in EventCounter.KINDS},
                 }
                 samples.append(sample)
@@ -277,11 +321,12 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
               f"Stage S at block {last}")
         parts.stop("job", signal.SIGTERM)
         result["blocks"] = last
+        result["batches"] = job_batches(work / "logs")
+        with tracker.lock:
+            result["longest_output_gap_seconds"] = round(longest_gap(
+                [t for n, t in tracker.out_seen.items() if t >= start]), 1)
         result["events"] = dict(events.counts)
         exported = work / "events.jsonl"
-        from cli.main import main as pubsub
-        from supervise.verify import check_outputs
-
         if pubsub(["export", "--bootstrap", info.bootstrap, "--realm", realm, "-o", str(exported)]) != 0:
             raise RuntimeError("export failed")
         checked = check_outputs(exported.read_bytes().splitlines(), settings, [realm])
@@ -292,12 +337,56 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                             for t in checked.topics}
     finally:
         result["samples"] = samples
+        result["levels"] = levels(samples, plan.warmup_minutes)
         parts.stop_all()
         for thread in (tracker, events):
             if thread is not None:
                 thread.stop()
         broker.stop()
     return result
+
+
+def levels(samples: Sequence[Mapping[str, object]], warmup_minutes: float) -> dict[str, dict[str, float]]:
+    """Per sampled series, after ``warmup_minutes``: first, last, min, max, and the least-squares slope per hour
+    with its standard error (a slope within about two standard errors of 0 is flat within the noise)."""
+    kept = [s for s in samples if float(s["t"]) >= warmup_minutes * 60]  # type: ignore[arg-type]
+    out: dict[str, dict[str, float]] = {}
+    if len(kept) < 3:
+        return out
+    hours = [float(s["t"]) / 3600 for s in kept]  # type: ignore[arg-type]
+    mean_t = sum(hours) / len(hours)
+    spread = sum((t - mean_t) ** 2 for t in hours)
+    for key in kept[0]:
+        if key == "t" or not all(isinstance(s.get(key), (int, float)) for s in kept):
+            continue
+        values = [float(s[key]) for s in kept]  # type: ignore[arg-type]
+        mean_v = sum(values) / len(values)
+        slope = sum((t - mean_t) * (v - mean_v) for t, v in zip(hours, values)) / spread if spread else 0.0
+        residual = sum((v - mean_v - slope * (t - mean_t)) ** 2 for t, v in zip(hours, values))
+        error = (residual / (len(values) - 2) / spread) ** 0.5 if spread else 0.0
+        out[key] = {"first": values[0], "last": values[-1], "min": min(values), "max": max(values),
+                    "slope_per_hour": slope, "slope_error": error}
+    return out
+
+
+def longest_gap(times: Sequence[float]) -> float:
+    """The longest wait, in seconds, between two blocks' first outputs (a restart of the queries shows here)."""
+    ordered = sorted(times)
+    return max((b - a for a, b in zip(ordered, ordered[1:])), default=0.0)
+
+
+def job_batches(logs: Path) -> dict[str, int]:
+    """The newest batch id of each query in the job's logs (batch ids go on across restarts on a checkpoint),
+    and the periodic restarts of the queries the job reported."""
+    out: dict[str, int] = {"reopens": 0}
+    for log in sorted(logs.glob("job.*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            head = line.split(":", 1)[0].split()
+            if len(head) == 3 and head[1] == "batch" and head[2].isdigit():
+                out[head[0]] = max(out.get(head[0], 0), int(head[2]) + 1)
+            elif line.startswith("state stores reopened"):
+                out["reopens"] += 1
+    return out
 
 
 def _check(parts: Parts) -> None:
@@ -315,7 +404,7 @@ def _wait(parts: Parts, done: Callable[[], bool], seconds: float, what: str) -> 
         time.sleep(0.5)
 
 
-def plot(result: dict[str, object], path: Path) -> None:
+def plot(result: dict[str, object], path: Path, title: str = "soak") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -326,7 +415,8 @@ def plot(result: dict[str, object], path: Path) -> None:
     t = [s["t"] / 60 for s in samples]
     fig, (mem, disk, work) = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
     for key, label in (("jvm_mib", "driver JVM"), ("python_workers_mib", "Python workers"),
-                       ("driver_python_mib", "driver Python"), ("broker_mib", "Kafka broker")):
+                       ("driver_python_mib", "driver Python"), ("broker_mib", "Kafka broker"),
+                       ("author_mib", "author"), ("producer_mib", "producer")):
         mem.plot(t, [s[key] for s in samples], label=label)
     mem.set_ylabel("RSS (MiB)")
     mem.legend(loc="upper left", fontsize=8)
@@ -343,8 +433,9 @@ def plot(result: dict[str, object], path: Path) -> None:
     work.legend(loc="upper left", fontsize=8)
     plan = result["plan"]
     assert isinstance(plan, dict)
-    fig.suptitle(f"soak: {plan['rate']:g} publishes/s, block {plan['block_time']:g} s, "
-                 f"{plan['minutes']:g} min (local[2])")
+    fig.suptitle(f"{title}: {plan['rate']:g} publishes/s, block {plan['block_time']:g} s, trigger "
+                 f"{plan['trigger_seconds']:g} s, state_reopen {plan['state_reopen']}, {plan['minutes']:g} min "
+                 "(local[2])", fontsize=10)
     save_plot(fig, path, dpi=90)
 
 
@@ -429,6 +520,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="publishes per second (default: 10)")
     parser.add_argument("--block-time", type=float, default=1.0, metavar="SECONDS",
                         help="the author's block time (default: 1)")
+    parser.add_argument("--trigger-seconds", type=float, default=1.0, metavar="SECONDS",
+                        help="the job's trigger interval (default: 1)")
+    parser.add_argument("--sample-seconds", type=float, default=10.0, metavar="SECONDS",
+                        help="seconds between two samples (default: 10)")
+    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES, default=Settings.state_reopen,
+                        help=f"the job's checkpoint remedy (default: {Settings.state_reopen})")
+    parser.add_argument("--state-reopen-minutes", type=float, default=Settings.state_reopen_minutes, metavar="M",
+                        help=f"minutes between periodic restarts (default: {Settings.state_reopen_minutes:g})")
+    parser.add_argument("--warmup-minutes", type=float, default=SoakPlan.warmup_minutes, metavar="M",
+                        help="samples left out of the levels and slopes (default: 5)")
     parser.add_argument("--churn", type=float, default=60.0, metavar="SECONDS",
                         help="seconds per deregister/register cycle of a publisher (default: 60)")
     parser.add_argument("--backlog", type=int, metavar="BLOCKS",
@@ -449,7 +550,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         backlog = run_backlog(args.backlog, caps, work)
         print(f"wrote {write_result('soak_backlog', backlog, module=module, argv=argv, path=args.json)}")
         return 0 if all(r["equal_to_simulator"] for r in backlog["runs"]) else 1
-    plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn)
+    plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn,
+                    trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
+                    state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes,
+                    warmup_minutes=args.warmup_minutes)
     result = run_soak(plan, work)
     plot(result, args.png)
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))

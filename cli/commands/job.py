@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
                   f"the {build_name()} protocol on the driver")
 
     summary = run_job(settings, available_now=args.available_now, run_seconds=args.run_seconds,
-                      on_batch=lambda report: console.print(report.line(), highlight=False))
+                      on_batch=lambda report: console.print(report.line(), highlight=False),
+                      say=lambda line: console.print(line, highlight=False))
     out = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.records_out.items()) if n) or "no records"
     heights = ", ".join(f"{realm} {n}" for realm, n in sorted(summary.heights.items()))
     console.print(f"Job done: {summary.batches} batches, {summary.input_rows} input rows, {out}"

@@ -9,7 +9,7 @@ import pytest
 
 from cli.main import COMMAND_MODULES, build_parser, main
 
-MINE = ("demo", "broker", "produce", "job", "consume", "verify")
+MINE = ("demo", "broker", "produce", "job", "consume", "verify", "status")
 
 
 @pytest.mark.parametrize("command", MINE)

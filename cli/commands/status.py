@@ -1,0 +1,64 @@
+"""`pubsub status`: a realm's relay height, blocks waiting, lag, records out and PoV use, for a person."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
+from streaming.errors import StatusUnavailable
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "status",
+        help="print a realm's relay height, blocks waiting, lag and PoV use",
+        description=(
+            "Print one realm's facts, one a line: relay height (the newest block Stage R sealed), author height "
+            "(the newest block on <realm>.blocks), blocks waiting between them, lag per input partition, records "
+            "out per output topic, PoV used against budget per subscriber, and from a running job its batch time, "
+            "state memory and checkpoint size. From the running job's metrics endpoint when one answers (--metrics-url, "
+            "or metrics_host and metrics_port from the settings), else from the realm's topics and the job's "
+            "checkpoint folder (lag). It only reads: it never starts a broker or the job."
+        ),
+        epilog="Example: pubsub status --realm polkadot --metrics-url http://127.0.0.1:9464/metrics",
+    )
+    add_kafka_arguments(parser)
+    parser.add_argument("--realm", metavar="NAME", help="the realm (default: the topic prefix's realm)")
+    parser.add_argument("--metrics-url", metavar="URL",
+                        help="a running job's endpoint (default: http://METRICS_HOST:METRICS_PORT/metrics when "
+                             "$PUBSUB_METRICS_PORT or the settings file sets the port)")
+    parser.add_argument("--checkpoint", type=Path, metavar="DIR",
+                        help="the job's checkpoint folder, for the lag without a running job "
+                             "(default: the settings' checkpoint_dir)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from supervise.kafka_broker import EmbeddedKafka
+    from streaming.status import from_metrics, from_topics, render
+
+    settings = settings_from(args, checkpoint_dir=args.checkpoint)
+    realm = args.realm or default_realm(settings)
+    url = args.metrics_url
+    if url is None and settings.metrics_port is not None:
+        url = f"http://{settings.metrics_host}:{settings.metrics_port}/metrics"
+    status = None
+    if url is not None:
+        try:
+            status = from_metrics(url, realm)
+        except StatusUnavailable as err:
+            console.print(f"{err}; reading the topics instead")
+    if status is None:
+        if settings.kafka_bootstrap is None:
+            running = EmbeddedKafka().status()
+            if running is None:
+                raise StatusUnavailable("Kafka", "no --bootstrap given and no embedded broker is running "
+                                                 "(start one with `pubsub broker start`)")
+            settings = settings.with_bootstrap(running.bootstrap)
+        checkpoint = settings.checkpoint_dir if settings.checkpoint_dir.exists() else None
+        status = from_topics(settings, realm, checkpoint)
+    for line in render(status):
+        print(line)
+    return 0

@@ -1,0 +1,64 @@
+"""`pubsub status`'s reading of a job's metrics endpoint (a real HTTP server) and of a checkpoint's offsets."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from streaming.errors import StatusUnavailable
+from supervise.kafka_broker import free_port
+from streaming.metrics import JobMetrics
+from streaming.realm_watch import PovUse, RealmFacts
+from streaming.settings import Settings
+from streaming.status import RealmStatus, checkpoint_offsets, from_metrics, render
+
+PROGRESS = {"numInputRows": 3, "durationMs": {"triggerExecution": 400},
+            "sources": [{"endOffset": json.dumps({"r.blocks": {"0": 8}, "q.blocks": {"0": 1}}),
+                         "latestOffset": json.dumps({"r.blocks": {"0": 10}, "q.blocks": {"0": 4}})}],
+            "stateOperators": [{"memoryUsedBytes": 2 * 2**20, "numRowsTotal": 1}]}
+
+
+def test_the_status_of_one_realm_is_read_from_a_running_jobs_endpoint(tmp_path: Path) -> None:
+    port = free_port()
+    metrics = JobMetrics(dataclasses.replace(Settings(), metrics_port=port, checkpoint_dir=tmp_path))
+    url = metrics.start()
+    try:
+        metrics.observe("relay", PROGRESS, {"r": 7, "q": 1}, {"r.seals": 7, "q.seals": 1})
+        metrics.take_facts("r", RealmFacts(author_height=9, pov={3000: PovUse(7, 120, 1000)}))
+        metrics.take_facts("q", RealmFacts(author_height=1, pov={3001: PovUse(1, 5, 10)}))
+        status = from_metrics(url, "r")
+    finally:
+        metrics.close()
+    assert (status.relay_height, status.author_height, status.blocks_waiting) == (7, 9, 2)
+    assert status.lag == {("r.blocks", 0): 2}  # the other realm's partition is not r's
+    assert status.records_out == {"r.seals": 7}
+    assert status.pov == {3000: PovUse(7, 120, 1000)}
+    assert status.batch_seconds == {"relay": 0.4} and status.state_bytes == {"relay": 2 * 2**20}
+    lines = render(status)
+    assert lines[1:4] == ["relay height      7", "author height     9", "blocks waiting    2"]
+    assert "PoV 3000          120 of 1,000 bytes (12.0%) at block 7" in lines
+    assert "state memory      relay 2.0 MiB" in lines
+
+
+def test_no_endpoint_is_a_typed_error_naming_where() -> None:
+    url = f"http://127.0.0.1:{free_port()}/metrics"
+    with pytest.raises(StatusUnavailable, match=url):
+        from_metrics(url, "r")
+
+
+def test_the_lag_without_a_job_comes_from_the_newest_batch_in_the_checkpoint(tmp_path: Path) -> None:
+    offsets = tmp_path / "relay" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "3").write_text('v1\n{"batchWatermarkMs":0}\n{"r.upward":{"0":2,"1":5}}\n')
+    (offsets / "10").write_text('v1\n{"batchWatermarkMs":0}\n{"r.upward":{"0":9,"1":6},"r.blocks":{"0":4}}\n')
+    (offsets / ".10.crc").write_text("x")
+    assert checkpoint_offsets(tmp_path / "relay") == {"r.upward": {"0": 9, "1": 6}, "r.blocks": {"0": 4}}
+    assert checkpoint_offsets(tmp_path / "subscribers") == {}
+
+
+def test_unknown_facts_are_said_to_be_unknown() -> None:
+    assert render(RealmStatus("r", "the topics"))[1:] == ["relay height      unknown", "author height     unknown",
+                                                          "blocks waiting    unknown"]
