@@ -17,8 +17,8 @@ import signal
 import socket
 import subprocess
 import time
-
 from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,8 @@ from streaming.paths import jvm_lib_dir, runtime_dir
 from streaming.settings import JIT_JAVA_OPTIONS, Settings
 from supervise.errors import BrokerError, BrokerStartError, tail
 
-__all__ = ["BrokerInfo", "EmbeddedKafka", "connect_kafka", "create_topics", "delete_topics", "ensure_kafka", "free_port"]
+__all__ = ["BrokerInfo", "EmbeddedKafka", "connect_kafka", "create_topics", "delete_topics", "ensure_kafka", "free_port",
+           "free_ports"]
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -47,10 +48,17 @@ logger.kafka.level = info
 
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports free on 127.0.0.1 right now: the sockets stay bound until all are picked, so
+    the OS cannot hand out one port twice (two calls of ``free_port`` in a row can get the same one)."""
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -138,7 +146,7 @@ class EmbeddedKafka:
         if keep_data and (data_dir / "meta.properties").exists() and config.exists():
             port, controller_port = self._recorded_ports(config)
         else:
-            port, controller_port = free_port(), free_port()
+            port, controller_port = free_ports(2)
             shutil.rmtree(data_dir, ignore_errors=True)
             data_dir.mkdir(parents=True)
             config = self._write_config(port, controller_port, data_dir)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from producers.workload import WorkloadSpec, generate
-from supervise.kafka_broker import free_port
+from supervise.kafka_broker import free_ports
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
 from supervise.verify import check_outputs, produce_log
@@ -72,7 +72,7 @@ def prometheus(tmp_path: Path) -> Iterator[tuple[int, int, int]]:
     UI port)."""
     if not os.path.exists(PROMETHEUS):
         pytest.fail("prometheus is not installed: `make setup` installs it (Debian package prometheus)")
-    port, job_port, ui_port = free_port(), free_port(), free_port()
+    port, job_port, ui_port = free_ports(3)
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
