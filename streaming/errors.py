@@ -14,7 +14,6 @@ __all__ = [
     "MetricsError",
     "RecordWriteError",
     "SettingsError",
-    "StatusUnavailable",
     "StreamingError",
 ]
 
@@ -93,11 +92,3 @@ class MetricsError(StreamingError):
     def __init__(self, host: str, port: int, reason: str) -> None:
         super().__init__(f"cannot serve metrics on {host}:{port}: {reason}")
         self.host, self.port = host, port
-
-
-class StatusUnavailable(StreamingError):
-    """Neither a running job's metrics nor the realm's topics could be read for `pubsub status`."""
-
-    def __init__(self, where: str, reason: str) -> None:
-        super().__init__(f"cannot read the status from {where}: {reason}")
-        self.where = where

@@ -1,5 +1,5 @@
-"""Errors of what supervises several parts (the embedded broker, a local cluster, a live run, verify): one root,
-each error carrying the data that explains it."""
+"""Errors of what supervises several parts (the embedded broker, a local cluster, a live run, verify, status): one
+root, each error carrying the data that explains it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pubsub_core.errors import PubSubError
 
-__all__ = ["BrokerError", "BrokerStartError", "ClusterError", "PartFailed", "PartTimeout", "SuperviseError", "tail"]
+__all__ = ["BrokerError", "BrokerStartError", "ClusterError", "PartFailed", "PartTimeout", "StatusUnavailable",
+           "SuperviseError", "tail"]
 
 
 class SuperviseError(PubSubError):
@@ -55,6 +56,14 @@ class PartTimeout(SuperviseError):
     def __init__(self, what: str, seconds: float) -> None:
         super().__init__(f"{what} (waited {seconds:.0f}s)")
         self.what = what
+
+
+class StatusUnavailable(SuperviseError):
+    """Neither a running job's metrics nor the realm's topics could be read for `pubsub status`."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"cannot read the status from {where}: {reason}")
+        self.where = where
 
 
 def tail(path: Path, lines: int = 30) -> str:

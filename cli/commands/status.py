@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
-from streaming.errors import StatusUnavailable
+from supervise.errors import StatusUnavailable
 
 
 def register(subparsers: Any) -> None:
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from supervise.kafka_broker import EmbeddedKafka
-    from streaming.status import from_metrics, from_topics, render
+    from supervise.status import from_metrics, from_topics, render
 
     settings = settings_from(args, checkpoint_dir=args.checkpoint)
     realm = args.realm or default_realm(settings)

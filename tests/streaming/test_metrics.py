@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
+from producers.realm_watch import PovUse, RealmFacts
 from streaming.errors import SettingsError
 from streaming.metrics import JobMetrics, checkpoint_bytes, partition_lag
-from streaming.realm_watch import PovUse, RealmFacts
 from streaming.settings import Settings, load_settings
 
 PROGRESS = {

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from streaming.errors import StatusUnavailable
-from supervise.kafka_broker import free_port
+from producers.realm_watch import PovUse, RealmFacts, TailReadError
 from streaming.metrics import JobMetrics
-from streaming.realm_watch import PovUse, RealmFacts
 from streaming.settings import Settings
-from streaming.status import RealmStatus, checkpoint_offsets, from_metrics, render
+from supervise.errors import StatusUnavailable
+from supervise.kafka_broker import free_port
+from supervise.status import RealmStatus, checkpoint_offsets, from_metrics, from_topics, render
 
 PROGRESS = {"numInputRows": 3, "durationMs": {"triggerExecution": 400},
             "sources": [{"endOffset": json.dumps({"r.blocks": {"0": 8}, "q.blocks": {"0": 1}}),
@@ -47,6 +47,15 @@ def test_no_endpoint_is_a_typed_error_naming_where() -> None:
     url = f"http://127.0.0.1:{free_port()}/metrics"
     with pytest.raises(StatusUnavailable, match=url):
         from_metrics(url, "r")
+
+
+def test_topics_that_cannot_be_read_are_a_typed_error_naming_the_broker_and_the_topics() -> None:
+    bootstrap = f"127.0.0.1:{free_port()}"
+    with pytest.raises(StatusUnavailable, match=f"Kafka at {bootstrap}") as raised:
+        from_topics(Settings(kafka_bootstrap=bootstrap), "r", None)
+    cause = raised.value.__cause__
+    assert isinstance(cause, TailReadError)
+    assert cause.topics == ("r.blocks", "r.seals", "r.pov")
 
 
 def test_the_lag_without_a_job_comes_from_the_newest_batch_in_the_checkpoint(tmp_path: Path) -> None:

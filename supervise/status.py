@@ -18,11 +18,11 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from producers.realm_watch import PovUse, TailReadError, read_tails
 from producers.topics import consumer_config
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, topic
-from streaming.errors import StatusUnavailable
-from streaming.realm_watch import PovUse, read_tails
 from streaming.settings import Settings
+from supervise.errors import StatusUnavailable
 
 __all__ = ["RealmStatus", "checkpoint_offsets", "from_metrics", "from_topics", "render"]
 
@@ -109,7 +109,10 @@ def checkpoint_offsets(query_checkpoint: Path) -> dict[str, dict[str, int]]:
 
 def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> RealmStatus:
     """The realm's facts from its topics' tails and ends, and lag from ``checkpoint`` (the job's folder) if given."""
-    facts = read_tails(settings, [realm])[realm]
+    try:
+        facts = read_tails(settings, [realm])[realm]
+    except TailReadError as exc:
+        raise StatusUnavailable(f"Kafka at {settings.kafka_bootstrap}", exc.reason) from exc
     status = RealmStatus(realm, f"the topics on {settings.kafka_bootstrap}"
                          + (f" and the checkpoint {checkpoint}" if checkpoint else ""),
                          facts.relay_height, facts.author_height, facts.blocks_waiting, pov=dict(sorted(facts.pov.items())))

@@ -4,7 +4,8 @@ relay's (``<realm>.seals``) and each subscriber's latest PoV metering (``<realm>
 Reads only the last ``TAIL`` records of each partition, so its cost does not grow with the realm's age. The job's
 metrics follow the tails as they grow (``RealmWatch.poll`` in a thread); ``pubsub status`` reads them once
 (``read_tails``). Records that are not the expected JSON are skipped: anyone may write to a topic, and a gauge
-only reports what the genuine records say (the job's outputs are its own).
+only reports what the genuine records say (the job's outputs are its own). Imports nothing from ``streaming/``
+(the ``Settings`` protocol of ``producers.topics`` is all it needs).
 """
 
 from __future__ import annotations
@@ -12,23 +13,32 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from producers.topics import consumer_config
+from producers.errors import ProducerError
+from producers.topics import Settings, consumer_config
 from pubsub_core.stages.topics import topic
-from streaming.errors import StatusUnavailable
-from streaming.settings import Settings
 
-__all__ = ["TAIL", "PovUse", "RealmFacts", "RealmWatch", "read_tails"]
+__all__ = ["TAIL", "PovUse", "RealmFacts", "RealmWatch", "TailReadError", "read_tails"]
 
 TAIL = 256
 """Records read back from each partition's end at start: more than the subscribers one ``pov`` partition holds, so
 every subscriber's latest metering is among them."""
 
 WATCHED = ("blocks", "seals", "pov")
+
+
+class TailReadError(ProducerError):
+    """The tails of some topics could not be read (Kafka unreachable or refusing); carries the topics and Kafka's
+    reason."""
+
+    def __init__(self, topics: Sequence[str], reason: str) -> None:
+        super().__init__(f"cannot read the tails of {', '.join(topics)}: {reason}")
+        self.topics = tuple(topics)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -135,11 +145,13 @@ class RealmWatch:
 
 
 def read_tails(settings: Settings, realms: Iterable[str], timeout: float = 10.0) -> dict[str, RealmFacts]:
-    """Each realm's facts as its topics' tails say them now (one read, up to ``timeout`` seconds)."""
+    """Each realm's facts as its topics' tails say them now (one read, up to ``timeout`` seconds); ``TailReadError``
+    if Kafka cannot be read."""
+    realms = sorted(set(realms))
     try:
         watch = RealmWatch(settings, realms)
     except KafkaException as exc:
-        raise StatusUnavailable(f"Kafka at {settings.kafka_bootstrap}", str(exc)) from exc
+        raise TailReadError([topic(realm, kind) for realm in realms for kind in WATCHED], str(exc)) from exc
     try:
         deadline = time.monotonic() + timeout
         while not watch.caught_up and time.monotonic() < deadline:
