@@ -54,13 +54,14 @@ from pubsub_core.relay import BroadcasterCall, CallKind
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import topic
 from streaming.paths import REPO_ROOT
+from streaming.metrics import checkpoint_bytes
 from streaming.settings import STATE_REOPEN_MODES, Settings, load_settings
 from supervise.follow import TopicFollower
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
 from supervise.verify import check_outputs
 
-__all__ = ["checkpoint_anatomy", "dir_bytes", "job_batches", "levels", "longest_gap", "main", "rss_kib",
+__all__ = ["checkpoint_anatomy", "job_batches", "levels", "longest_gap", "main", "rss_kib",
            "tree_rss"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -85,18 +86,6 @@ def tree_rss(root: int) -> dict[str, int]:
         elif "python" in line.split(" ", 1)[0]:
             out["python_workers"] += rss_kib(pid)
     return dict(out)
-
-
-def dir_bytes(path: Path) -> int:
-    """Bytes on disk under ``path`` (allocated blocks, as du counts them)."""
-    total = 0
-    for folder, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
-            except OSError:
-                pass
-    return total
 
 
 def rocksdb_dirs(root: int) -> set[Path]:
@@ -142,7 +131,7 @@ def checkpoint_anatomy(checkpoint: Path) -> dict[str, float]:
             elif path.suffix == ".changelog":
                 changelogs += size
             elif path.name == "SSTs":
-                ssts += dir_bytes(path)
+                ssts += checkpoint_bytes(path)
         if newest is not None:
             try:
                 with zipfile.ZipFile(newest[1]) as archive:
@@ -296,10 +285,10 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                     "broker_mib": rss_kib(broker_pid) / 1024,
                     "author_mib": rss_kib(parts.pid("author")) / 1024,
                     "producer_mib": rss_kib(parts.pid("producer")) / 1024,
-                    "checkpoint_mib": dir_bytes(checkpoint) / 2**20,
-                    "relay_state_mib": dir_bytes(checkpoint / "relay" / "state") / 2**20,
-                    "subscribers_state_mib": dir_bytes(checkpoint / "subscribers" / "state") / 2**20,
-                    "rocksdb_local_mib": sum(dir_bytes(d) for d in rocksdb_dirs(job_pid)) / 2**20,
+                    "checkpoint_mib": checkpoint_bytes(checkpoint) / 2**20,
+                    "relay_state_mib": checkpoint_bytes(checkpoint / "relay" / "state") / 2**20,
+                    "subscribers_state_mib": checkpoint_bytes(checkpoint / "subscribers" / "state") / 2**20,
+                    "rocksdb_local_mib": sum(checkpoint_bytes(d) for d in rocksdb_dirs(job_pid)) / 2**20,
                     **checkpoint_anatomy(checkpoint),
                     **{k: events.counts[k] for k in EventCounter.KINDS},
                 }
@@ -504,7 +493,7 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
                    "peak_jvm_mib": round(peaks.get("jvm", 0) / 1024), "peak_python_workers_mib":
                    round(peaks.get("python_workers", 0) / 1024), "peak_driver_python_mib":
                    round(peaks.get("driver_python", 0) / 1024), "equal_to_simulator": checked.ok,
-                   "checkpoint_mib": round(dir_bytes(checkpoint) / 2**20, 1)}
+                   "checkpoint_mib": round(checkpoint_bytes(checkpoint) / 2**20, 1)}
             out["runs"].append(run)
             say(json.dumps(run))
     finally:
