@@ -6,8 +6,9 @@
 The soak's parts (``benchmarks.reliability.soak``: its own embedded broker, the live producer, the block author and the
 continuous job as subprocesses, publishers deregistered and registered again every minute) with a block every
 0.5 s and a 0.5 s trigger, sampled every minute: the checkpoint folder and its state folders, the RocksDB working
-folders the job's JVM holds open, and the RSS of every process (the job's driver Python, its JVM, its Python
-workers, the broker, the author, the producer). At the end the realm is exported and compared with the simulator.
+folders the job's JVM holds open, and the RSS and open file descriptors of every process (the job's driver Python,
+its JVM, its Python workers, the broker, the author, the producer). Every ``--author-restart-minutes`` the author
+is stopped and started again, and its start is timed. At the end the realm is exported and compared with the simulator.
 Writes ``benchmarks/results/long_run.json`` (the samples; per series after warm-up its first, last, min, max and
 least-squares slope per hour with the slope's standard error; the micro-batches each query ran; the longest wait
 between two blocks' outputs) and ``docs/img/long_run.png``.
@@ -43,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"the job's checkpoint remedy (default: {Settings.state_reopen})")
     parser.add_argument("--state-reopen-minutes", type=float, default=Settings.state_reopen_minutes, metavar="M",
                         help=f"minutes between periodic restarts (default: {Settings.state_reopen_minutes:g})")
+    parser.add_argument("--author-restart-minutes", type=float, default=10.0, metavar="M",
+                        help="stop the author and start it again this often, timing each start (default: 10)")
     parser.add_argument("--work", type=Path, metavar="DIR", help="scratch folder (default: a new temporary one)")
     parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "long_run.json",
                         help="results file (default: benchmarks/results/long_run.json)")
@@ -52,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time,
                     trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
                     state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes,
-                    warmup_minutes=min(args.warmup_minutes, args.minutes / 2))
+                    warmup_minutes=min(args.warmup_minutes, args.minutes / 2),
+                    author_restart_minutes=args.author_restart_minutes)
     result = run_soak(plan, args.work or Path(tempfile.mkdtemp(prefix="pubsub-long-run-")))
     plot(result, args.png, title="long run")
     args.json.parent.mkdir(parents=True, exist_ok=True)

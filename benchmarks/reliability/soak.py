@@ -61,8 +61,8 @@ from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
 from supervise.verify import check_outputs
 
-__all__ = ["checkpoint_anatomy", "job_batches", "levels", "longest_gap", "main", "rss_kib",
-           "tree_rss"]
+__all__ = ["checkpoint_anatomy", "job_batches", "levels", "longest_gap", "main", "open_fds", "restart_author",
+           "rss_kib", "tree_fds", "tree_rss"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -85,6 +85,39 @@ def tree_rss(root: int) -> dict[str, int]:
             out["jvm"] += rss_kib(pid)
         elif "python" in line.split(" ", 1)[0]:
             out["python_workers"] += rss_kib(pid)
+    return dict(out)
+
+
+def open_fds(pid: int) -> Counter[str]:
+    """The open file descriptors of one process, by kind: sockets, pipes, files, other (anon inodes, devices)."""
+    kinds: Counter[str] = Counter()
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return kinds
+    for fd in fds:
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        kind = target.split(":", 1)[0] if target.startswith(("socket:", "pipe:")) else (
+            "file" if target.startswith("/") and not target.startswith("/dev/") else "other")
+        kinds[kind] += 1
+    return kinds
+
+
+def tree_fds(root: int) -> dict[str, int]:
+    """Open file descriptors of a job's process tree: the driver's Python, the JVMs by kind, the Python workers."""
+    out: Counter[str] = Counter()
+    out["driver_python_fds"] = sum(open_fds(root).values())
+    for pid in descendants(root):
+        line = cmdline(pid)
+        if "java" in line.split(" ", 1)[0]:
+            for kind, n in open_fds(pid).items():
+                out[f"jvm_fds_{kind}"] += n
+                out["jvm_fds"] += n
+        elif "python" in line.split(" ", 1)[0]:
+            out["python_workers_fds"] += sum(open_fds(pid).values())
     return dict(out)
 
 
@@ -212,6 +245,8 @@ class SoakPlan:
     state_reopen_minutes: float = Settings.state_reopen_minutes
     warmup_minutes: float = 5.0
     """Samples before this are left out of the levels and slopes (retention of 100 batches filling, JIT)."""
+    author_restart_minutes: float | None = None
+    """Stop the author (SIGINT) and start it again this often, timing each start (None: never)."""
 
 
 def _cli(*args: str) -> list[str]:
@@ -245,9 +280,10 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
             "--system-publishers", str(plan.system_publishers), "--subscribers", str(plan.subscribers),
             "--keys", str(plan.keys), "--subscribed-keys", str(plan.subscribed_keys), "--value-max", "48",
             "--ttl-mix", plan.ttl_mix, "--bootstrap", info.bootstrap))
-        parts.start("author", _cli("author", "--realm", realm, "--block-time", f"{plan.block_time:g}",
-                                   "--bootstrap", info.bootstrap),
-                    env={"PUBSUB_AUTHOR_KEY": WORKLOAD_AUTHOR_SEED.hex()})
+        author_argv = _cli("author", "--realm", realm, "--block-time", f"{plan.block_time:g}",
+                           "--bootstrap", info.bootstrap)
+        author_env = {"PUBSUB_AUTHOR_KEY": WORKLOAD_AUTHOR_SEED.hex()}
+        parts.start("author", author_argv, env=author_env)
         tracker = OutputTracker(settings, realm).start()
         # warm-up: the job's first outputs (Spark start-up is not part of the soak)
         deadline = time.monotonic() + 600
@@ -263,6 +299,10 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
         start = time.monotonic()
         end = start + plan.minutes * 60
         next_sample, next_churn, turn, down = start, start + plan.churn_seconds / 2, 0, None
+        restart_every = None if plan.author_restart_minutes is None else plan.author_restart_minutes * 60
+        next_restart = start + (restart_every or 0) / 2
+        author_restarts: list[dict[str, float]] = []
+        result["author_restarts"] = author_restarts
         job_pid, broker_pid = parts.pid("job"), info.pid
         while time.monotonic() < end:
             _check(parts)
@@ -275,6 +315,12 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                     churn.call(CallKind.REGISTER_PUBLISHER, down)
                     down, turn = None, turn + 1
                 next_churn += plan.churn_seconds / 2
+            if restart_every is not None and now >= next_restart:
+                seconds = restart_author(parts, author_argv, author_env)
+                author_restarts.append({"t": round(now - start, 1), "blocks": tracker.snapshot()[0],
+                                        "author_restart_s": round(seconds, 3)})
+                say(f"author restarted in {seconds:.2f}s at block {author_restarts[-1]['blocks']}")
+                next_restart += restart_every
             if now >= next_sample:
                 head, out_head, _ = tracker.snapshot()
                 rss = tree_rss(job_pid)
@@ -290,6 +336,10 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                     "subscribers_state_mib": checkpoint_bytes(checkpoint / "subscribers" / "state") / 2**20,
                     "rocksdb_local_mib": sum(checkpoint_bytes(d) for d in rocksdb_dirs(job_pid)) / 2**20,
                     **checkpoint_anatomy(checkpoint),
+                    **{f"jvm_fds_{k}": 0 for k in ("socket", "pipe", "file", "other")}, **tree_fds(job_pid),
+                    "broker_fds": sum(open_fds(broker_pid).values()),
+                    "author_fds": sum(open_fds(parts.pid("author")).values()),
+                    "producer_fds": sum(open_fds(parts.pid("producer")).values()),
                     **{k: events.counts[k] for k in EventCounter.KINDS},
                 }
                 samples.append(sample)
@@ -326,13 +376,31 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                             for t in checked.topics}
     finally:
         result["samples"] = samples
-        result["levels"] = levels(samples, plan.warmup_minutes)
+        series = levels(samples, plan.warmup_minutes)
+        restarts = result.get("author_restarts")
+        if isinstance(restarts, list) and restarts:
+            series.update(levels(restarts, plan.warmup_minutes))
+        result["levels"] = series
         parts.stop_all()
         for thread in (tracker, events):
             if thread is not None:
                 thread.stop()
         broker.stop()
     return result
+
+
+def restart_author(parts: Parts, argv: Sequence[str], env: Mapping[str, str]) -> float:
+    """Stop the author (SIGINT, as an operator would), start it again, and return the seconds from the new
+    process's start to its "resuming after" line (interpreter start, genesis, fencing, snapshot and catch-up)."""
+    parts.stop("author", signal.SIGINT)
+    began = time.monotonic()
+    proc = parts.start("author", argv, env=env)
+    while "resuming after" not in proc.log.read_text(errors="replace"):
+        _check(parts)
+        if time.monotonic() - began > 300:
+            raise RuntimeError(f"the author did not resume within 300 s:\n{tail(proc.log)}")
+        time.sleep(0.05)
+    return time.monotonic() - began
 
 
 def levels(samples: Sequence[Mapping[str, object]], warmup_minutes: float) -> dict[str, dict[str, float]]:
@@ -402,7 +470,7 @@ def plot(result: dict[str, object], path: Path, title: str = "soak") -> None:
     samples = result["samples"]
     assert isinstance(samples, list) and samples
     t = [s["t"] / 60 for s in samples]
-    fig, (mem, disk, work) = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    fig, (mem, disk, fds, work) = plt.subplots(4, 1, figsize=(8, 12), sharex=True)
     for key, label in (("jvm_mib", "driver JVM"), ("python_workers_mib", "Python workers"),
                        ("driver_python_mib", "driver Python"), ("broker_mib", "Kafka broker"),
                        ("author_mib", "author"), ("producer_mib", "producer")):
@@ -414,6 +482,21 @@ def plot(result: dict[str, object], path: Path, title: str = "soak") -> None:
         disk.plot(t, [s[key] for s in samples], label=label)
     disk.set_ylabel("on disk (MiB)")
     disk.legend(loc="upper left", fontsize=8)
+    for key, label in (("jvm_fds", "driver JVM"), ("jvm_fds_socket", "driver JVM: sockets"),
+                       ("python_workers_fds", "Python workers"), ("broker_fds", "Kafka broker"),
+                       ("author_fds", "author"), ("producer_fds", "producer")):
+        if all(key in s for s in samples):
+            fds.plot(t, [s[key] for s in samples], label=label)
+    fds.set_ylabel("open file descriptors")
+    fds.legend(loc="upper left", fontsize=8)
+    restarts = result.get("author_restarts")
+    if isinstance(restarts, list) and restarts:
+        seconds = fds.twinx()
+        seconds.plot([r["t"] / 60 for r in restarts], [r["author_restart_s"] for r in restarts], "ko--",
+                     label="author restart (s, right)")
+        seconds.set_ylabel("author restart (s)")
+        seconds.set_ylim(bottom=0)
+        seconds.legend(loc="upper right", fontsize=8)
     for key, label in (("blocks", "blocks written"), ("KeyExpired", "KeyExpired events"),
                        ("DataPublished", "DataPublished events")):
         work.plot(t, [s[key] for s in samples], label=label)
@@ -521,6 +604,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="samples left out of the levels and slopes (default: 5)")
     parser.add_argument("--churn", type=float, default=60.0, metavar="SECONDS",
                         help="seconds per deregister/register cycle of a publisher (default: 60)")
+    parser.add_argument("--author-restart-minutes", type=float, metavar="M",
+                        help="stop the author and start it again this often, timing each start (default: never)")
     parser.add_argument("--backlog", type=int, metavar="BLOCKS",
                         help="run the backlog measurement instead: a realm whose input holds BLOCKS blocks at start")
     parser.add_argument("--caps", default="none,2000,200",
@@ -542,7 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn,
                     trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
                     state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes,
-                    warmup_minutes=args.warmup_minutes)
+                    warmup_minutes=args.warmup_minutes, author_restart_minutes=args.author_restart_minutes)
     result = run_soak(plan, work)
     plot(result, args.png)
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))

@@ -1,5 +1,7 @@
 """Resource bounds, what can be tested here:
 
+- the driver JVM's sockets stay flat however many batches run (pyspark 4.2.0 left one socket per stateful task
+  in CLOSE-WAIT, and a job at a 0.5 s trigger ran out of file descriptors within the hour);
 - a subscriber that fell behind: the job --available-now runs Stage R to the end of the input first, then Stage S
   starts with every view of the log behind it (the case of a Stage S query stopped while Stage R ran, then
   resumed); with maxOffsetsPerTrigger it catches up in batches of at most that many views and equals the
@@ -23,6 +25,7 @@ from producers.workload import WorkloadSpec, generate
 from streaming.job import BatchReport, run_job
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
+from streaming.spark_session import build_spark
 from supervise.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -34,14 +37,38 @@ def _log(realm: str, blocks: int, seed: int) -> list[bytes]:
     return [line.encode() for block in generate(spec) for line in block]
 
 
+def _close_wait_sockets(pid: int) -> int:
+    """Sockets process ``pid`` holds whose peer has closed its end (TCP state CLOSE-WAIT): a leaked connection."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            count += fields[3] == "08" and fields[9] in inodes
+    return count
+
+
 def test_a_subscriber_far_behind_catches_up_in_bounded_batches(kafka_settings: Settings, tmp_path: Path) -> None:
     lines = _log("behind", blocks=120, seed=41)
     realms = produce_log(lines, kafka_settings, reset_topics=True)
     cap = 60
     settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint",
                                    max_offsets_per_trigger=cap, realms=",".join(realms))
+    jvm = int(build_spark(settings).sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    leaked_before = _close_wait_sockets(jvm)
     reports: list[BatchReport] = []
     run_job(settings, available_now=True, on_batch=reports.append)
+    stateful_tasks = sum(1 for r in reports if r.rows_in)
+    assert stateful_tasks >= 10
+    # every stateful batch runs at least one task of a Python stateful operator; none may leave its socket behind
+    assert _close_wait_sockets(jvm) - leaked_before < 5, f"after {stateful_tasks} stateful batches"
     relay = [r for r in reports if r.query == "relay" and r.rows_in]
     subscribers = [r for r in reports if r.query == "subscribers" and r.rows_in]
     views = sum(r.records_out.get("relay-views", 0) for r in relay)
