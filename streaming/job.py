@@ -258,7 +258,7 @@ def run_job(
     ``run_seconds``. The Kafka cluster is the configured one (`pubsub job` starts the embedded broker when none is).
     With ``metrics_port`` set, serves the metrics (``streaming.metrics``) meanwhile; ``say`` gets a line for the
     endpoint and for each periodic restart of the queries."""
-    from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark
+    from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark, jvm_pid
 
     _log_to_stderr()
     require_kafka(settings)
@@ -275,6 +275,7 @@ def run_job(
         url = metrics.start()
         metrics.watch(realms)
         metrics.spark_ui_url(spark.sparkContext.uiWebUrl)
+        metrics.watch_processes(jvm_pid(spark))
         if say:
             say(f"metrics: {url} (Spark's: {spark.sparkContext.uiWebUrl}{SPARK_PROMETHEUS_PATH})")
     follower = _Follower(summary, on_batch, metrics)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, start_http_server
 
 from pubsub_core.stages.stall import WaitingStatus
 
@@ -164,6 +164,14 @@ class JobMetrics:
         """Follow these realms' topic tails (the served realms, as the job's scan finds them)."""
         with self._lock:
             self._realms = sorted(set(realms))
+
+    def watch_processes(self, jvm_pid: int) -> None:
+        """Export the driver's processes' open file descriptors (against their limit), memory and CPU, as the
+        client library's process collector does (Linux /proc): ``pubsub_driver_process_*`` for this Python process
+        and ``pubsub_driver_jvm_process_*`` for Spark's JVM, the executor too in local mode. A count of descriptors
+        that climbs towards ``max_fds`` is a leak the job will die of."""
+        ProcessCollector(namespace="pubsub_driver", registry=self.registry)
+        ProcessCollector(namespace="pubsub_driver_jvm", pid=lambda: jvm_pid, registry=self.registry)
 
     def spark_ui_url(self, url: str | None) -> None:
         if url:

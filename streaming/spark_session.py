@@ -41,7 +41,7 @@ from streaming.settings import JIT_JAVA_OPTIONS, Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here
 
-__all__ = ["SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_seconds", "local_file_system_jar",
+__all__ = ["SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_seconds", "jvm_pid", "local_file_system_jar",
            "prepare_environment", "prometheus_conf", "pyspark_package_dir", "pyspark_version", "spark_conf",
            "worker_spark_home"]
 
@@ -95,6 +95,11 @@ def jit_seconds() -> float | None:
         return None
     bean = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()  # type: ignore[union-attr]
     return float(bean.getTotalCompilationTime()) / 1000
+
+
+def jvm_pid(spark: SparkSession) -> int:
+    """The process id of the session's JVM (the driver's; in local mode the executor's too)."""
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
 
 
 SPARK_HOME_PARTS = ("bin", "jars", "sbin")

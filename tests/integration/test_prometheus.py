@@ -131,6 +131,11 @@ def test_prometheus_scrapes_the_live_job_and_answers_relay_height_and_lag(
         pov = _query(port, f'pubsub_pov_budget_bytes{{realm="{realm}"}}')
         assert {r["metric"]["subscriber"] for r in pov} == {"3000", "3001"}
         assert _query(port, 'up{job="spark"}')[0]["value"][1] == "1"  # Spark's own servlet, scraped too
+        for process in ("pubsub_driver", "pubsub_driver_jvm"):  # open descriptors, against the limit
+            fds = float(_query(port, f"{process}_process_open_fds")[0]["value"][1])
+            assert 0 < fds < float(_query(port, f"{process}_process_max_fds")[0]["value"][1])
+        jvm_memory = float(_query(port, "pubsub_driver_jvm_process_resident_memory_bytes")[0]["value"][1])
+        assert jvm_memory > float(_query(port, "pubsub_driver_process_resident_memory_bytes")[0]["value"][1])
         # the queries were restarted on their checkpoints meanwhile (every 18 s), and the outputs are exact
         _until(lambda: any(float(r["value"][1]) >= 1 for r in _query(port, "pubsub_state_reopens_total")), 120,
                "Prometheus counts a restart of the queries", job, log)

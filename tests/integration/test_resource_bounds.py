@@ -25,7 +25,7 @@ from producers.workload import WorkloadSpec, generate
 from streaming.job import BatchReport, run_job
 from streaming.paths import REPO_ROOT
 from streaming.settings import Settings
-from streaming.spark_session import build_spark
+from streaming.spark_session import build_spark, jvm_pid
 from supervise.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -61,7 +61,7 @@ def test_a_subscriber_far_behind_catches_up_in_bounded_batches(kafka_settings: S
     cap = 60
     settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint",
                                    max_offsets_per_trigger=cap, realms=",".join(realms))
-    jvm = int(build_spark(settings).sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    jvm = jvm_pid(build_spark(settings))
     leaked_before = _close_wait_sockets(jvm)
     reports: list[BatchReport] = []
     run_job(settings, available_now=True, on_batch=reports.append)
