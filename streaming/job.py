@@ -28,6 +28,7 @@ from confluent_kafka.admin import AdminClient
 from producers.topics import TopicError, admin_client, ensure_realm_topics, is_serving
 from pubsub_core.stages.stall import WaitingStatus
 from state.native import build_name
+from streaming.descriptors import DescriptorUse, DescriptorWatch
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable
 from streaming.metrics import JobMetrics
 from streaming.operators import parse_waiting
@@ -278,6 +279,7 @@ def run_job(
         metrics.watch_processes(jvm_pid(spark))
         if say:
             say(f"metrics: {url} (Spark's: {spark.sparkContext.uiWebUrl}{SPARK_PROMETHEUS_PATH})")
+    descriptors = DescriptorWatch(jvm_pid(spark), _warn_descriptors)
     follower = _Follower(summary, on_batch, metrics)
     stalls = _StallWatch(settings.checkpoint_dir)
     stop_requested: list[int] = []
@@ -304,6 +306,7 @@ def run_job(
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
                 stalls.check(name, query, follower.seen.get(name))
+            descriptors.check()
             if not available_now and time.monotonic() - last_scan > 2:
                 try:
                     now = _realms_now(settings, admin)
@@ -411,6 +414,12 @@ def free_bytes(checkpoint: Path) -> int | None:
     except OSError:
         return None
     return stat.f_bavail * stat.f_frsize
+
+
+def _warn_descriptors(use: DescriptorUse) -> None:
+    _LOG.warning("Spark's JVM (pid %d) holds %d open file descriptors of its limit of %d: a leak fails the job with "
+                 "'Too many open files' once they run out (see docs/operations.md, \"Metrics\")",
+                 use.pid, use.open, use.limit)
 
 
 class _StallWatch:
