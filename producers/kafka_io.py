@@ -231,16 +231,16 @@ class SendInterrupted(ProducerError):
 class _CtrlC:
     """Ctrl-C while ``send`` runs in the main thread: a ``KeyboardInterrupt`` at once, unless the main thread is
     inside a Kafka client call (whose C code can swallow an exception raised in a delivery callback); then right
-    after that call returns."""
+    after that call returns. The press is recorded either way, so one dropped where it landed (a ``__del__``
+    method, say) is raised when the next client call returns."""
 
     def __init__(self) -> None:
         self.pending = False
         self.in_client = False
 
     def handler(self, _signum: int, _frame: object) -> None:
-        if self.in_client:
-            self.pending = True
-        else:
+        self.pending = True
+        if not self.in_client:
             raise KeyboardInterrupt
 
     @contextmanager

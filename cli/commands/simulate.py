@@ -18,6 +18,7 @@ from rich.table import Table
 
 from cli.commands.common import console, count
 from cli.errors import Interrupted, UsageError
+from cli.interrupts import ctrl_c
 from cli.output import atomic_output
 from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator
@@ -85,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         with ExitStack() as stack:
+            interrupt = stack.enter_context(ctrl_c())
             sink = stack.enter_context(atomic_output(args.output, [args.events, settings.protocol_config]))
             source: BinaryIO = sys.stdin.buffer if stdin else stack.enter_context(args.events.open("rb"))
             total = None if stdin else args.events.stat().st_size
@@ -97,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             tune_garbage_collector()
             simulator = Simulator(config, relay_proofs=args.relay_proofs)
             for line, size in lines(source):
+                interrupt.check()
                 summary.inputs += not is_blank(line)
                 write(sink, simulator.feed_line(line), summary)
                 progress.update(task, advance=size, blocks=summary.blocks)

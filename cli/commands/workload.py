@@ -17,6 +17,7 @@ from rich.table import Table
 
 from cli.commands.common import add_kafka_arguments, console, settings_from
 from cli.errors import Interrupted, UsageError
+from cli.interrupts import ctrl_c
 from cli.output import atomic_output
 from producers.live import (
     BLOCK_TIME,
@@ -123,12 +124,13 @@ def run(args: argparse.Namespace) -> int:
     columns = (TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TextColumn("blocks"),
                TextColumn("{task.fields[lines]} lines"), TimeElapsedColumn(), TimeRemainingColumn())
     try:
-        with atomic_output(args.output) as sink, Progress(
+        with ctrl_c() as interrupt, atomic_output(args.output) as sink, Progress(
             *columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False,
             disable=not console.is_terminal or (sink is sys.stdout and sys.stdout.isatty()),
         ) as progress:
             task = progress.add_task("workload", total=spec.blocks + spec.quiet_blocks, lines=0)
             for chunk in generate(spec, counts):
+                interrupt.check()
                 sink.writelines(line + "\n" for line in chunk)
                 lines += len(chunk)
                 progress.update(task, advance=1, lines=lines)

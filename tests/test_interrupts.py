@@ -1,0 +1,63 @@
+"""Ctrl-C is never lost: one that lands in a ``__del__`` (where Python drops the exception) is raised at ``check``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+
+from cli.interrupts import ctrl_c
+
+
+class _FreedDuringCtrlC:
+    """An object whose finalizer is running when Ctrl-C arrives (as a crypto library's buffer may be)."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        sum(range(1000))  # the handler runs here, inside __del__, and its exception is dropped
+
+
+def _dropped(monkeypatch: pytest.MonkeyPatch) -> list[type[BaseException] | None]:
+    """The exceptions Python drops as unraisable ("Exception ignored in ...") from here on."""
+    dropped: list[type[BaseException] | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: dropped.append(info.exc_type))
+    return dropped
+
+
+def test_a_ctrl_c_dropped_in_a_finalizer_is_lost_with_pythons_own_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+    dropped = _dropped(monkeypatch)
+    _FreedDuringCtrlC()  # freed at once: the KeyboardInterrupt is dropped, and the caller runs on
+    assert dropped == [KeyboardInterrupt]
+
+
+def test_the_same_ctrl_c_is_raised_at_the_next_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    dropped = _dropped(monkeypatch)
+    with ctrl_c() as interrupt:
+        _FreedDuringCtrlC()
+        assert interrupt.pressed
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.check()
+    assert dropped == [KeyboardInterrupt]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's handler is back
+
+
+def test_check_is_quiet_without_ctrl_c() -> None:
+    with ctrl_c() as interrupt:
+        interrupt.check()
+        assert not interrupt.pressed
+
+
+def test_send_raises_a_ctrl_c_dropped_between_client_calls_when_the_next_call_returns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from producers.kafka_io import _CtrlC
+
+    dropped = _dropped(monkeypatch)
+    guard = _CtrlC()
+    with guard.installed():
+        _FreedDuringCtrlC()  # while `send` is between two client calls (routing, signing, reading its input)
+        assert dropped == [KeyboardInterrupt]
+        with pytest.raises(KeyboardInterrupt):
+            with guard.client():
+                pass
