@@ -12,6 +12,7 @@ __all__ = [
     "JarsMissingError",
     "KafkaUnavailable",
     "MetricsError",
+    "QueryFailed",
     "RecordWriteError",
     "SettingsError",
     "StreamingError",
@@ -92,3 +93,16 @@ class MetricsError(StreamingError):
     def __init__(self, host: str, port: int, reason: str) -> None:
         super().__init__(f"cannot serve metrics on {host}:{port}: {reason}")
         self.host, self.port = host, port
+
+
+class QueryFailed(StreamingError):
+    """A streaming query stopped on an error Spark raised: its message and the root of its Java cause chain. The
+    failed batch was not committed, so a restart on the same checkpoint runs it again."""
+
+    def __init__(self, message: str, root_cause: str | None) -> None:
+        cause = f"; caused by {root_cause}" if root_cause and root_cause not in message else ""
+        super().__init__(f"a streaming query failed: {message}{cause}. Nothing of the failed batch was committed: "
+                         "restart the job on the same checkpoint once the cause is fixed (--debug shows Spark's "
+                         "trace; the driver's log is under the runtime folder's logs/)")
+        self.message = message
+        self.root_cause = root_cause

@@ -29,7 +29,7 @@ from producers.topics import TopicError, admin_client, ensure_realm_topics, is_s
 from pubsub_core.stages.stall import WaitingStatus
 from state.native import build_name
 from streaming.descriptors import DescriptorUse, DescriptorWatch
-from streaming.errors import CheckpointDiskFull, KafkaUnavailable
+from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
 from streaming.metrics import JobMetrics
 from streaming.operators import parse_waiting
 from streaming.paths import runtime_dir
@@ -259,6 +259,8 @@ def run_job(
     ``run_seconds``. The Kafka cluster is the configured one (`pubsub job` starts the embedded broker when none is).
     With ``metrics_port`` set, serves the metrics (``streaming.metrics``) meanwhile; ``say`` gets a line for the
     endpoint and for each periodic restart of the queries."""
+    from pyspark.errors import StreamingQueryException
+
     from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark, jvm_pid
 
     _log_to_stderr()
@@ -357,6 +359,8 @@ def run_job(
         full = disk_full(settings.checkpoint_dir, exc)
         if full is not None:
             raise full from exc
+        if isinstance(exc, StreamingQueryException):
+            raise query_failed(exc) from exc
         raise
     finally:
         for _, query in queries:
@@ -385,10 +389,8 @@ def finish_batches(queries: Sequence[StreamingQuery], grace: float = STOP_GRACE_
             time.sleep(0.02)
 
 
-def disk_full(checkpoint: Path, error: BaseException) -> CheckpointDiskFull | None:
-    """``CheckpointDiskFull`` if ``error`` (a failed query) comes from a full checkpoint disk: "No space left on
-    device" somewhere in its Java cause chain, or less than 1 MiB free where the checkpoint lives. Spark's own
-    message names only the state store commit that failed."""
+def cause_chain(error: BaseException) -> list[str]:
+    """``error``'s text, then each Java throwable of a failed query's cause chain (``toString``), outermost first."""
     texts, origin = [str(error)], getattr(error, "_origin", None)
     for _ in range(30):
         if origin is None:
@@ -398,6 +400,23 @@ def disk_full(checkpoint: Path, error: BaseException) -> CheckpointDiskFull | No
             origin = origin.getCause()
         except Exception:  # noqa: BLE001 - a gateway that went away: judge by what was read
             break
+    return texts
+
+
+def query_failed(error: BaseException) -> QueryFailed:
+    """The one-line ``QueryFailed`` of a failed query: Spark's first line (without the plan it appends) and the
+    root cause (``java.net.SocketException: Too many open files``, say), which Spark's line often does not name."""
+    texts = cause_chain(error)
+    first = texts[0].strip().splitlines()[0] if texts[0].strip() else type(error).__name__
+    root = texts[-1].strip().splitlines()[0] if len(texts) > 1 and texts[-1].strip() else None
+    return QueryFailed(first[:400], root[:300] if root else None)
+
+
+def disk_full(checkpoint: Path, error: BaseException) -> CheckpointDiskFull | None:
+    """``CheckpointDiskFull`` if ``error`` (a failed query) comes from a full checkpoint disk: "No space left on
+    device" somewhere in its Java cause chain, or less than 1 MiB free where the checkpoint lives. Spark's own
+    message names only the state store commit that failed."""
+    texts = cause_chain(error)
     free = free_bytes(checkpoint)
     if any("No space left on device" in text for text in texts) or (free is not None and free < 2**20):
         return CheckpointDiskFull(checkpoint, free)

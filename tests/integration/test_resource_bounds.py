@@ -119,3 +119,31 @@ def test_a_full_checkpoint_disk_fails_clearly_and_a_restart_after_freeing_it_is_
 
 FREE_BYTES = 400_000
 """What the filler leaves free on the 20 MB tmpfs: room for the seam key and a few batches, not for the run."""
+
+
+DESCRIPTOR_LIMIT = 400
+"""Below what the job needs here (about 330 descriptors open once its queries start, jars mostly, then the state
+stores' files and sockets): the WARNING comes first, then a query fails."""
+
+
+def test_running_out_of_descriptors_is_warned_of_then_fails_in_one_line(kafka_settings: Settings,
+                                                                        tmp_path: Path) -> None:
+    import resource
+
+    lines = (REPO_ROOT / "examples" / "busy.jsonl").read_bytes().splitlines()
+    realms = produce_log(lines, kafka_settings, reset_topics=True)
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (DESCRIPTOR_LIMIT, DESCRIPTOR_LIMIT))
+
+    command = [sys.executable, "-m", "cli.main", "job", "--bootstrap", str(kafka_settings.kafka_bootstrap),
+               "--checkpoint", str(tmp_path / "checkpoint"), "--available-now",
+               *[arg for realm in realms for arg in ("--realm", realm)]]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT, timeout=900, preexec_fn=low_limit,
+                          env={**os.environ, "PUBSUB_RUNTIME_DIR": str(tmp_path / "runtime")})
+    said = done.stdout + done.stderr
+    assert f"open file descriptors of its limit of {DESCRIPTOR_LIMIT}" in said, said[-3000:]
+    assert done.returncode == 1, said[-3000:]
+    assert "Traceback" not in said, said[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("pubsub: a streaming query failed: ") and "Too many open files" in last, last
