@@ -122,6 +122,9 @@ class JobSummary:
     """Per realm whose Stage R has a waiting block: the latest status the job saw (the metrics read it)."""
     reopens: int = 0
     """Restarts of the queries on their checkpoints (``state_reopen = "periodic"``)."""
+    stopped_by: str | None = None
+    """The signal that stopped the run (``SIGINT``, ``SIGTERM``); None when it ended by itself or was stopped by
+    its caller's ``stop`` event or ``run_seconds``."""
 
 
 def _report(query: str, progress: dict[str, Any]) -> BatchReport:
@@ -371,6 +374,7 @@ def run_job(
         if metrics is not None:
             metrics.close()
     summary.seconds = time.monotonic() - started
+    summary.stopped_by = signal.Signals(stop_requested[0]).name if stop_requested else None
     return summary
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pubsub_core.errors import PubSubError
 
 __all__ = ["BrokerError", "BrokerStartError", "ClusterError", "PartFailed", "PartTimeout", "StatusUnavailable",
-           "SuperviseError", "tail"]
+           "SuperviseError", "VerifyStopped", "tail"]
 
 
 class SuperviseError(PubSubError):
@@ -74,3 +74,13 @@ def tail(path: Path, lines: int = 30) -> str:
         return ""
 
 
+
+
+class VerifyStopped(SuperviseError):
+    """A signal stopped the job that ``verify`` ran before it reached the end of the log: nothing was compared."""
+
+    def __init__(self, signal_name: str, batches: int) -> None:
+        super().__init__(f"the job was stopped by {signal_name} after {batches} batches, before the end of the log; "
+                         "nothing was compared (run verify again, it starts afresh)")
+        self.signal_name = signal_name
+        self.batches = batches

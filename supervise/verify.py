@@ -23,7 +23,7 @@ from pubsub_core.stages.topics import OUTPUTS, topic
 from streaming.job import BatchReport, JobSummary, run_job
 from streaming.pipeline import load_protocol_config
 from streaming.settings import Settings
-from supervise.errors import BrokerError
+from supervise.errors import BrokerError, VerifyStopped
 from supervise.kafka_broker import delete_topics, ensure_kafka
 
 __all__ = ["TopicComparison", "VerifyResult", "compare", "expected_outputs", "fresh_topics",
@@ -170,6 +170,8 @@ def verify_log(
         job_settings = replace(settings, checkpoint_dir=checkpoint or Path(scratch) / "checkpoint",
                                realms=",".join(realms))
         summary = run_job(job_settings, available_now=True, on_batch=on_batch)
+    if summary.stopped_by is not None:  # the job ended before the end of the log: there is nothing to compare
+        raise VerifyStopped(summary.stopped_by, summary.batches)
     return check_outputs(lines, settings, realms, summary)
 
 

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
                       say=lambda line: console.print(line, highlight=False))
     out = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.records_out.items()) if n) or "no records"
     heights = ", ".join(f"{realm} {n}" for realm, n in sorted(summary.heights.items()))
-    console.print(f"Job done: {summary.batches} batches, {summary.input_rows} input rows, {out}"
+    ended = "Job done" if summary.stopped_by is None else f"Job stopped by {summary.stopped_by}"
+    console.print(f"{ended}: {summary.batches} batches, {summary.input_rows} input rows, {out}"
                   + (f"; relay height {heights}" if heights else "") + f" in {summary.seconds:.1f}s.")
     return 0

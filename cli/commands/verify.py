@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from cli.commands.common import console, count
+from cli.errors import Interrupted
 
 
 def register(subparsers: Any) -> None:
@@ -51,6 +52,7 @@ def comparison_table(result: Any) -> Table:
 
 def run(args: argparse.Namespace) -> int:
     from streaming.settings import load_settings
+    from supervise.errors import VerifyStopped
     from supervise.verify import verify_log
 
     settings = load_settings(
@@ -64,8 +66,13 @@ def run(args: argparse.Namespace) -> int:
         config_file=args.config,
     )
     lines = args.event_log.read_bytes().splitlines()
-    result = verify_log(lines, settings, reset_topics=args.reset_topics, checkpoint=args.checkpoint,
-                        on_batch=None if args.quiet else lambda r: console.print(r.line()))
+    try:
+        result = verify_log(lines, settings, reset_topics=args.reset_topics, checkpoint=args.checkpoint,
+                            on_batch=None if args.quiet else lambda r: console.print(r.line()))
+    except VerifyStopped as stopped:
+        if stopped.signal_name == "SIGINT":
+            raise Interrupted(str(stopped)) from None
+        raise
     console.print(comparison_table(result))
     for t in result.topics:
         for example in t.examples:

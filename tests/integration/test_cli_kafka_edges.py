@@ -192,6 +192,27 @@ def test_ctrl_c_during_produce_exits_130_and_says_how_many_records_were_delivere
     assert last.startswith(f"pubsub: interrupted after reading {len(lines)} lines: {len(lines)} records delivered")
 
 
+@pytest.mark.spark
+def test_ctrl_c_during_verify_exits_130_and_compares_nothing(kafka_settings: Settings, tmp_path: Path) -> None:
+    out = tmp_path / "verify.out"  # stdout and stderr, in the order a terminal shows them
+    with open(out, "wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "verify", str(ROOT / "examples" / "busy.jsonl"), "--reset-topics",
+             "--max-offsets-per-trigger", "10", "--checkpoint", str(tmp_path / "checkpoint")],
+            stdout=sink, stderr=subprocess.STDOUT, env=_env(kafka_settings, PUBSUB_RUNTIME_DIR=str(tmp_path)),
+            cwd=ROOT)
+    deadline = time.monotonic() + 600
+    while "relay batch 1:" not in out.read_text(errors="replace"):  # the job runs: Ctrl-C it mid-log
+        assert process.poll() is None and time.monotonic() < deadline, out.read_text(errors="replace")[-2000:]
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    process.wait(120)
+    said = out.read_text(errors="replace")
+    assert process.returncode == 130, said[-2000:]
+    assert "Traceback" not in said and "differ" not in said, said[-2000:]
+    assert said.strip().splitlines()[-1].startswith("pubsub: the job was stopped by SIGINT after "), said[-2000:]
+
+
 def test_a_stopped_broker_keeps_its_data_and_read_only_commands_do_not_start_one(tmp_path: Path) -> None:
     env = {"PUBSUB_RUNTIME_DIR": str(tmp_path)}
     started = pubsub(None, "broker", "start", env=env)
