@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.common import write_result
 from benchmarks.reliability.soak import SoakPlan, plot, run_soak
 from streaming.paths import REPO_ROOT
 from streaming.settings import STATE_REOPEN_MODES, Settings
@@ -59,8 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     author_restart_minutes=args.author_restart_minutes)
     result = run_soak(plan, args.work or Path(tempfile.mkdtemp(prefix="pubsub-long-run-")))
     plot(result, args.png, title="long run")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("long_run", result, module="benchmarks.long_run", argv=argv, path=args.json)
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
     return 0 if result.get("equal_to_simulator") else 1
 
