@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.terminal import ctrl_c_reaches_it
+
 from cli.main import COMMAND_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +118,7 @@ def test_ctrl_c_during_workload_exits_130_says_so_and_leaves_the_old_file(tmp_pa
     out.write_text("the user's old file\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "workload", "-o", str(out), "--blocks", "100000", "--seed", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=ROOT)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=ROOT, preexec_fn=ctrl_c_reaches_it)
     _interrupt_when(process, lambda: any(p.name.endswith(".partial") and p.stat().st_size > 0
                                          for p in tmp_path.iterdir()))
     stdout, stderr = process.communicate(timeout=60)
@@ -133,7 +135,8 @@ def test_ctrl_c_during_simulate_exits_130_and_writes_no_output(tmp_path: Path) -
     assert pubsub("workload", "-o", str(log), "--seed", "5", "--blocks", "400").returncode == 0
     out = tmp_path / "out.jsonl"
     process = subprocess.Popen([sys.executable, "-m", "cli.main", "simulate", "-", "-o", str(out)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=ROOT)
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=ROOT,
+                               preexec_fn=ctrl_c_reaches_it)
     assert process.stdin is not None
     half = log.read_bytes().splitlines(keepends=True)
     process.stdin.write(b"".join(half[: len(half) // 2]))

@@ -5,10 +5,20 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 import pytest
 
 from cli.interrupts import ctrl_c
+
+
+@pytest.fixture(autouse=True)
+def _pythons_own_sigint_handler() -> Iterator[None]:
+    """Python's handler, as a command starts with: the suite's process may hold another one by now (pyspark's
+    SparkContext installs its own) or ignore SIGINT (a suite started in the background)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 class _FreedDuringCtrlC:

@@ -21,6 +21,7 @@ from producers.kafka_io import ProducedRecord, produce, topic_size
 from producers.topics import realm_topic_specs
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
 from streaming.settings import Settings
+from tests.support.terminal import ctrl_c_reaches_it
 
 pytestmark = pytest.mark.kafka
 
@@ -169,7 +170,7 @@ def test_ctrl_c_during_produce_exits_130_and_says_how_many_records_were_delivere
     lines = log.read_bytes().splitlines(keepends=True)
     process = subprocess.Popen([sys.executable, "-m", "cli.main", "produce", "--event-log", "-"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=_env(kafka_settings), cwd=ROOT)
+                               env=_env(kafka_settings), cwd=ROOT, preexec_fn=ctrl_c_reaches_it)
     assert process.stdin is not None
     process.stdin.write(b"".join(lines))
     process.stdin.flush()  # stdin stays open: produce waits for more lines, as from a slow pipe
@@ -200,7 +201,7 @@ def test_ctrl_c_during_verify_exits_130_and_compares_nothing(kafka_settings: Set
             [sys.executable, "-m", "cli.main", "verify", str(ROOT / "examples" / "busy.jsonl"), "--reset-topics",
              "--max-offsets-per-trigger", "10", "--checkpoint", str(tmp_path / "checkpoint")],
             stdout=sink, stderr=subprocess.STDOUT, env=_env(kafka_settings, PUBSUB_RUNTIME_DIR=str(tmp_path)),
-            cwd=ROOT)
+            cwd=ROOT, preexec_fn=ctrl_c_reaches_it)
     deadline = time.monotonic() + 600
     while "relay batch 1:" not in out.read_text(errors="replace"):  # the job runs: Ctrl-C it mid-log
         assert process.poll() is None and time.monotonic() < deadline, out.read_text(errors="replace")[-2000:]
