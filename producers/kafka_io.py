@@ -9,19 +9,17 @@ line for line.
 from __future__ import annotations
 
 import json
-import signal
-import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from producers.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, producer_config
 from producers.errors import ProducerError
+from producers.interrupts import ctrl_c
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import LineRouter, OutputRecord
 
@@ -185,24 +183,23 @@ def send(
         return delivered
 
     sent = 0
-    ctrl_c = _CtrlC()
-    with ctrl_c.installed():
+    with ctrl_c() as interrupt:
         try:
             for index, record in enumerate(records):
-                with ctrl_c.client():
+                with interrupt.deferring():
                     _produce_one(producer, index, record, report, delivery)
                 sent += 1
                 if on_sent is not None:
                     on_sent(sent)
-                with ctrl_c.client():
+                with interrupt.deferring():
                     producer.poll(0)
             deadline = time.monotonic() + timeout
             remaining = 1
             while remaining and time.monotonic() < deadline:
-                with ctrl_c.client():
+                with interrupt.deferring():
                     remaining = producer.flush(0.5)
         except KeyboardInterrupt:  # Ctrl-C: deliver what the client holds, then say how far it got
-            ctrl_c.in_client = True  # a second Ctrl-C does not cut this short
+            interrupt.deferred = True  # a second Ctrl-C does not cut this short
             remaining = producer.flush(_INTERRUPT_FLUSH_SECONDS)
             raise SendInterrupted(report, sent, remaining) from None
     if remaining:
@@ -226,47 +223,6 @@ class SendInterrupted(ProducerError):
         self.report = report
         self.sent = sent
         self.undelivered = undelivered
-
-
-class _CtrlC:
-    """Ctrl-C while ``send`` runs in the main thread: a ``KeyboardInterrupt`` at once, unless the main thread is
-    inside a Kafka client call (whose C code can swallow an exception raised in a delivery callback); then right
-    after that call returns. The press is recorded either way, so one dropped where it landed (a ``__del__``
-    method, say) is raised when the next client call returns."""
-
-    def __init__(self) -> None:
-        self.pending = False
-        self.in_client = False
-
-    def handler(self, _signum: int, _frame: object) -> None:
-        self.pending = True
-        if not self.in_client:
-            raise KeyboardInterrupt
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        """This handler for SIGINT while the block runs, where Python's default one is in place (main thread)."""
-        if threading.current_thread() is not threading.main_thread() or \
-                signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-            yield
-            return
-        signal.signal(signal.SIGINT, self.handler)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    @contextmanager
-    def client(self) -> Iterator[None]:
-        """Around a Kafka client call: a Ctrl-C during it is raised when it returns."""
-        self.in_client = True
-        try:
-            yield
-        finally:
-            self.in_client = False
-        if self.pending:
-            self.pending = False
-            raise KeyboardInterrupt
 
 
 def _produce_one(

@@ -277,14 +277,15 @@ def run_job(
     started = time.monotonic()
     summary = JobSummary()
     metrics = JobMetrics(settings) if settings.metrics_port is not None else None
+    jvm = jvm_pid(spark)
     if metrics is not None:
         url = metrics.start()
         metrics.watch(realms)
         metrics.spark_ui_url(spark.sparkContext.uiWebUrl)
-        metrics.watch_processes(jvm_pid(spark))
+        metrics.watch_processes(jvm)
         if say:
             say(f"metrics: {url} (Spark's: {spark.sparkContext.uiWebUrl}{SPARK_PROMETHEUS_PATH})")
-    descriptors = DescriptorWatch(jvm_pid(spark), _warn_descriptors)
+    descriptors = DescriptorWatch(jvm, _warn_descriptors)
     follower = _Follower(summary, on_batch, metrics)
     stalls = _StallWatch(settings.checkpoint_dir)
     stop_requested: list[int] = []

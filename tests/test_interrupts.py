@@ -1,4 +1,5 @@
-"""Ctrl-C is never lost: one that lands in a ``__del__`` (where Python drops the exception) is raised at ``check``."""
+"""Ctrl-C is never lost (``producers.interrupts``, used by workload, simulate and produce): one that lands in a
+``__del__`` (where Python drops the exception) is raised at ``check``, or when the next client call returns."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cli.interrupts import ctrl_c
+from producers.interrupts import ctrl_c
 
 
 @pytest.fixture(autouse=True)
@@ -61,13 +62,10 @@ def test_check_is_quiet_without_ctrl_c() -> None:
 
 def test_send_raises_a_ctrl_c_dropped_between_client_calls_when_the_next_call_returns(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from producers.kafka_io import _CtrlC
-
     dropped = _dropped(monkeypatch)
-    guard = _CtrlC()
-    with guard.installed():
+    with ctrl_c() as guard:
         _FreedDuringCtrlC()  # while `send` is between two client calls (routing, signing, reading its input)
         assert dropped == [KeyboardInterrupt]
         with pytest.raises(KeyboardInterrupt):
-            with guard.client():
+            with guard.deferring():
                 pass

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from cli.commands.common import console, count
 from cli.errors import Interrupted, UsageError
-from cli.interrupts import ctrl_c
+from producers.interrupts import ctrl_c
 from cli.output import atomic_output
 from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from cli.commands.common import add_kafka_arguments, console, settings_from
 from cli.errors import Interrupted, UsageError
-from cli.interrupts import ctrl_c
+from producers.interrupts import ctrl_c
 from cli.output import atomic_output
 from producers.live import (
     BLOCK_TIME,

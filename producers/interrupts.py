@@ -3,7 +3,9 @@
 Python raises ``KeyboardInterrupt`` wherever the main thread happens to be, and an exception raised inside a
 ``__del__`` method or a C library's callback is printed ("Exception ignored in ...") and dropped: a Ctrl-C that
 lands while a crypto object is freed would let a command run on to its end. The handler here also records the
-interrupt, and the loop calls ``check`` at each step, so a dropped one is raised there.
+press, and the loop calls ``check`` at each step, so a dropped one is raised there. Around a Kafka client call
+(whose C code can swallow an exception raised in a delivery callback) the press is only recorded, and raised
+when the call returns.
 """
 
 from __future__ import annotations
@@ -22,14 +24,27 @@ class CtrlC:
 
     def __init__(self) -> None:
         self.pressed = False
+        self.deferred = False
+        """While set, a press is recorded without raising (inside a client call, or while winding up after one)."""
 
     def handler(self, _signum: int, _frame: FrameType | None) -> None:
         self.pressed = True
-        raise KeyboardInterrupt
+        if not self.deferred:
+            raise KeyboardInterrupt
 
     def check(self) -> None:
         if self.pressed:
             raise KeyboardInterrupt
+
+    @contextmanager
+    def deferring(self) -> Iterator[None]:
+        """Around a Kafka client call: a Ctrl-C during it is raised when it returns."""
+        self.deferred = True
+        try:
+            yield
+        finally:
+            self.deferred = False
+        self.check()
 
 
 @contextmanager
