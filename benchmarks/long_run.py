@@ -17,6 +17,7 @@ between two blocks' outputs) and ``docs/img/long_run.png``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -24,40 +25,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.common import write_result
-from benchmarks.reliability.soak import SoakPlan, plot, run_soak
+from benchmarks.reliability.soak import SoakPlan, add_plan_arguments, plan_from_args, plot, run_soak
 from streaming.paths import REPO_ROOT
-from streaming.settings import STATE_REOPEN_MODES, Settings
 
-__all__ = ["main"]
+__all__ = ["LONG_RUN", "main"]
+
+LONG_RUN = SoakPlan(minutes=90.0, block_time=0.5, trigger_seconds=0.5, sample_seconds=60.0, warmup_minutes=10.0,
+                    author_restart_minutes=10.0)
+"""About 10,800 micro-batches per query; the author restarted every 10 minutes."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks.long_run", formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description=__doc__)
-    parser.add_argument("--minutes", type=float, default=90.0, help="sampled minutes after warm-up (default: 90)")
-    parser.add_argument("--rate", type=float, default=10.0, help="publishes per second (default: 10)")
-    parser.add_argument("--block-time", type=float, default=0.5, metavar="S", help="block time (default: 0.5)")
-    parser.add_argument("--trigger-seconds", type=float, default=0.5, metavar="S", help="job trigger (default: 0.5)")
-    parser.add_argument("--sample-seconds", type=float, default=60.0, metavar="S", help="between samples (default: 60)")
-    parser.add_argument("--warmup-minutes", type=float, default=10.0, metavar="M",
-                        help="samples left out of the levels and slopes (default: 10)")
-    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES, default=Settings.state_reopen,
-                        help=f"the job's checkpoint remedy (default: {Settings.state_reopen})")
-    parser.add_argument("--state-reopen-minutes", type=float, default=Settings.state_reopen_minutes, metavar="M",
-                        help=f"minutes between periodic restarts (default: {Settings.state_reopen_minutes:g})")
-    parser.add_argument("--author-restart-minutes", type=float, default=10.0, metavar="M",
-                        help="stop the author and start it again this often, timing each start (default: 10)")
+    add_plan_arguments(parser, LONG_RUN)
     parser.add_argument("--work", type=Path, metavar="DIR", help="scratch folder (default: a new temporary one)")
     parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "long_run.json",
                         help="results file (default: benchmarks/results/long_run.json)")
     parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "long_run.png",
                         help="the plot (default: docs/img/long_run.png)")
     args = parser.parse_args(argv)
-    plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time,
-                    trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
-                    state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes,
-                    warmup_minutes=min(args.warmup_minutes, args.minutes / 2),
-                    author_restart_minutes=args.author_restart_minutes)
+    plan = dataclasses.replace(plan_from_args(args), warmup_minutes=min(args.warmup_minutes, args.minutes / 2))
     result = run_soak(plan, args.work or Path(tempfile.mkdtemp(prefix="pubsub-long-run-")))
     plot(result, args.png, title="long run")
     write_result("long_run", result, module="benchmarks.long_run", argv=argv, path=args.json)

@@ -61,8 +61,8 @@ from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
 from supervise.verify import check_outputs
 
-__all__ = ["checkpoint_anatomy", "job_batches", "levels", "longest_gap", "main", "open_fds", "restart_author",
-           "rss_kib", "tree_fds", "tree_rss"]
+__all__ = ["add_plan_arguments", "checkpoint_anatomy", "job_batches", "levels", "longest_gap", "main", "open_fds", "plan_from_args",
+           "restart_author", "rss_kib", "tree_fds", "tree_rss"]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -584,28 +584,43 @@ def run_backlog(blocks: int, caps: Sequence[int | None], work: Path, seed: int =
     return out
 
 
+def add_plan_arguments(parser: argparse.ArgumentParser, plan: SoakPlan) -> None:
+    """The live run's options, with ``plan``'s values as their defaults (the soak's and the long run's differ)."""
+    parser.add_argument("--minutes", type=float, default=plan.minutes,
+                        help=f"how long the live run is sampled (default: {plan.minutes:g})")
+    parser.add_argument("--rate", type=float, default=plan.rate, help=f"publishes per second (default: {plan.rate:g})")
+    parser.add_argument("--block-time", type=float, default=plan.block_time, metavar="SECONDS",
+                        help=f"the author's block time (default: {plan.block_time:g})")
+    parser.add_argument("--trigger-seconds", type=float, default=plan.trigger_seconds, metavar="SECONDS",
+                        help=f"the job's trigger interval (default: {plan.trigger_seconds:g})")
+    parser.add_argument("--sample-seconds", type=float, default=plan.sample_seconds, metavar="SECONDS",
+                        help=f"seconds between two samples (default: {plan.sample_seconds:g})")
+    parser.add_argument("--warmup-minutes", type=float, default=plan.warmup_minutes, metavar="M",
+                        help=f"samples left out of the levels and slopes (default: {plan.warmup_minutes:g})")
+    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES, default=plan.state_reopen,
+                        help=f"the job's checkpoint remedy (default: {plan.state_reopen})")
+    parser.add_argument("--state-reopen-minutes", type=float, default=plan.state_reopen_minutes, metavar="M",
+                        help=f"minutes between periodic restarts (default: {plan.state_reopen_minutes:g})")
+    parser.add_argument("--churn", type=float, default=plan.churn_seconds, metavar="SECONDS",
+                        help=f"seconds per deregister/register cycle of a publisher (default: {plan.churn_seconds:g})")
+    restart = "never" if plan.author_restart_minutes is None else f"{plan.author_restart_minutes:g}"
+    parser.add_argument("--author-restart-minutes", type=float, default=plan.author_restart_minutes, metavar="M",
+                        help=f"stop the author and start it again this often, timing each start (default: {restart})")
+
+
+def plan_from_args(args: argparse.Namespace) -> SoakPlan:
+    """The plan the options of ``add_plan_arguments`` give."""
+    return SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn,
+                    trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
+                    state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes,
+                    warmup_minutes=args.warmup_minutes, author_restart_minutes=args.author_restart_minutes)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="benchmarks.reliability.soak", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\nSoak.")[0])
-    parser.add_argument("--minutes", type=float, default=10.0, help="how long the live run lasts (default: 10)")
-    parser.add_argument("--rate", type=float, default=10.0, help="publishes per second (default: 10)")
-    parser.add_argument("--block-time", type=float, default=1.0, metavar="SECONDS",
-                        help="the author's block time (default: 1)")
-    parser.add_argument("--trigger-seconds", type=float, default=1.0, metavar="SECONDS",
-                        help="the job's trigger interval (default: 1)")
-    parser.add_argument("--sample-seconds", type=float, default=10.0, metavar="SECONDS",
-                        help="seconds between two samples (default: 10)")
-    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES, default=Settings.state_reopen,
-                        help=f"the job's checkpoint remedy (default: {Settings.state_reopen})")
-    parser.add_argument("--state-reopen-minutes", type=float, default=Settings.state_reopen_minutes, metavar="M",
-                        help=f"minutes between periodic restarts (default: {Settings.state_reopen_minutes:g})")
-    parser.add_argument("--warmup-minutes", type=float, default=SoakPlan.warmup_minutes, metavar="M",
-                        help="samples left out of the levels and slopes (default: 5)")
-    parser.add_argument("--churn", type=float, default=60.0, metavar="SECONDS",
-                        help="seconds per deregister/register cycle of a publisher (default: 60)")
-    parser.add_argument("--author-restart-minutes", type=float, metavar="M",
-                        help="stop the author and start it again this often, timing each start (default: never)")
+    add_plan_arguments(parser, SoakPlan())
     parser.add_argument("--backlog", type=int, metavar="BLOCKS",
                         help="run the backlog measurement instead: a realm whose input holds BLOCKS blocks at start")
     parser.add_argument("--caps", default="none,2000,200",
@@ -624,10 +639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         backlog = run_backlog(args.backlog, caps, work)
         print(f"wrote {write_result('soak_backlog', backlog, module=module, argv=argv, path=args.json)}")
         return 0 if all(r["equal_to_simulator"] for r in backlog["runs"]) else 1
-    plan = SoakPlan(minutes=args.minutes, rate=args.rate, block_time=args.block_time, churn_seconds=args.churn,
-                    trigger_seconds=args.trigger_seconds, sample_seconds=args.sample_seconds,
-                    state_reopen=args.state_reopen, state_reopen_minutes=args.state_reopen_minutes,
-                    warmup_minutes=args.warmup_minutes, author_restart_minutes=args.author_restart_minutes)
+    plan = plan_from_args(args)
     result = run_soak(plan, work)
     plot(result, args.png)
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
