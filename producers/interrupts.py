@@ -1,16 +1,18 @@
 """Ctrl-C that is never lost in a long loop.
 
 Python raises ``KeyboardInterrupt`` wherever the main thread happens to be, and an exception raised inside a
-``__del__`` method or a C library's callback is printed ("Exception ignored in ...") and dropped: a Ctrl-C that
-lands while a crypto object is freed would let a command run on to its end. The handler here also records the
-press, and the loop calls ``check`` at each step, so a dropped one is raised there. Around a Kafka client call
-(whose C code can swallow an exception raised in a delivery callback) the press is only recorded, and raised
-when the call returns.
+``__del__`` method or a C library's callback is printed ("Exception ignored in ...", with a traceback) and dropped:
+a Ctrl-C that lands while a crypto object is freed would let a command run on to its end. The handler here also
+records the press, and the loop calls ``check`` at each step, so a dropped one is raised there; while the guard is
+on, a dropped ``KeyboardInterrupt`` is not printed, since it is not lost. Around a Kafka client call (whose C code
+can swallow an exception raised in a delivery callback) the press is only recorded, and raised when the call
+returns.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,8 +58,16 @@ def ctrl_c() -> Iterator[CtrlC]:
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield watch
         return
+    previous_hook = sys.unraisablehook
+
+    def quiet_about_a_recorded_press(unraisable: sys.UnraisableHookArgs) -> None:
+        if not (watch.pressed and unraisable.exc_type is KeyboardInterrupt):
+            previous_hook(unraisable)
+
     signal.signal(signal.SIGINT, watch.handler)
+    sys.unraisablehook = quiet_about_a_recorded_press
     try:
         yield watch
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = previous_hook

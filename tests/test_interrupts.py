@@ -1,5 +1,6 @@
 """Ctrl-C is never lost (``producers.interrupts``, used by workload, simulate and produce): one that lands in a
-``__del__`` (where Python drops the exception) is raised at ``check``, or when the next client call returns."""
+``__del__`` (where Python drops the exception) is raised at ``check``, or when the next client call returns, and
+Python's "Exception ignored" traceback for it is not printed."""
 
 from __future__ import annotations
 
@@ -43,15 +44,30 @@ def test_a_ctrl_c_dropped_in_a_finalizer_is_lost_with_pythons_own_handler(monkey
     assert dropped == [KeyboardInterrupt]
 
 
-def test_the_same_ctrl_c_is_raised_at_the_next_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    dropped = _dropped(monkeypatch)
+def test_the_same_ctrl_c_is_raised_at_the_next_check_and_nothing_is_printed_for_it(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)  # Python's own, which prints (not pytest's)
+    hook = sys.unraisablehook
     with ctrl_c() as interrupt:
         _FreedDuringCtrlC()
         assert interrupt.pressed
         with pytest.raises(KeyboardInterrupt):
             interrupt.check()
-    assert dropped == [KeyboardInterrupt]
+    assert capsys.readouterr().err == ""  # no "Exception ignored in ... Traceback" for a press that is not lost
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's handler is back
+    assert sys.unraisablehook is hook
+
+
+def test_other_dropped_exceptions_are_still_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    dropped = _dropped(monkeypatch)
+
+    class _FailsWhenFreed:
+        def __del__(self) -> None:
+            raise ValueError("a real fault in a finalizer")
+
+    with ctrl_c():
+        _FailsWhenFreed()
+    assert dropped == [ValueError]
 
 
 def test_check_is_quiet_without_ctrl_c() -> None:
@@ -65,7 +81,7 @@ def test_send_raises_a_ctrl_c_dropped_between_client_calls_when_the_next_call_re
     dropped = _dropped(monkeypatch)
     with ctrl_c() as guard:
         _FreedDuringCtrlC()  # while `send` is between two client calls (routing, signing, reading its input)
-        assert dropped == [KeyboardInterrupt]
+        assert guard.pressed and dropped == []  # recorded, not printed
         with pytest.raises(KeyboardInterrupt):
             with guard.deferring():
                 pass
