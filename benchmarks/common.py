@@ -12,10 +12,12 @@ import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,3 +136,13 @@ def update_section(doc: Path, name: str, body: str) -> bool:
         return False
     doc.write_text(text[: start + len(begin)] + "\n" + body.strip("\n") + "\n" + text[stop:])
     return True
+
+
+def stop_cleanly_on_sigterm() -> None:
+    """SIGTERM (``kill``, a timeout) ends a harness with exit status 143 through its ``finally`` blocks, which stop
+    the broker and the parts it started; Python's default would end the process at once and leave them running."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)

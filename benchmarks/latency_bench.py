@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import read_result, write_result
+from benchmarks.common import read_result, stop_cleanly_on_sigterm, write_result
 from benchmarks.render import RENDERERS
 from cli.commands.demo_live import plot_latency_and_pov
 from producers.latency import percentile
@@ -126,6 +126,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="results file (default: benchmarks/results/latency.json)")
     args = parser.parse_args()
+    stop_cleanly_on_sigterm()
     settings, broker = ensure_kafka(load_settings(), EmbeddedKafka())
     try:
         runs = [run_one(settings, block_time, args) for block_time in args.block_time or [6.0, 1.0]]

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.common import write_result
+from benchmarks.common import stop_cleanly_on_sigterm, write_result
 from benchmarks.reliability.soak import SoakPlan, add_plan_arguments, plan_from_args, plot, run_soak
 from streaming.paths import REPO_ROOT
 
@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "long_run.png",
                         help="the plot (default: docs/img/long_run.png)")
     args = parser.parse_args(argv)
+    stop_cleanly_on_sigterm()
     plan = dataclasses.replace(plan_from_args(args), warmup_minutes=min(args.warmup_minutes, args.minutes / 2))
     result = run_soak(plan, args.work or Path(tempfile.mkdtemp(prefix="pubsub-long-run-")))
     plot(result, args.png, title="long run")

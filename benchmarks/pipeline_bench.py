@@ -823,6 +823,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"still compiling the job's code (default {WARMUP_PAIRS})")
     parser.add_argument("--keep-scratch", action="store_true", help="keep the broker, checkpoints and Spark log")
     args = parser.parse_args(argv)
+    common.stop_cleanly_on_sigterm()
     scratch = Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     os.environ["PUBSUB_RUNTIME_DIR"] = str(scratch / "runtime")  # Spark's log and anything else: not .runtime/
     ok = False

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.common import stop_cleanly_on_sigterm
 from producers.kafka_io import ConsumedRecord, produce, read_topic
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
@@ -59,6 +60,7 @@ def main() -> int:
     parser.add_argument("--block-time", type=float, default=2.0, metavar="S")
     parser.add_argument("--trigger-seconds", type=float, default=0.5, metavar="S")
     args = parser.parse_args()
+    stop_cleanly_on_sigterm()
     settings, broker = ensure_kafka(load_settings(), EmbeddedKafka())
     lines = LOG.read_bytes().splitlines()
     records, _ = fresh_topics(lines, settings, reset_topics=True)

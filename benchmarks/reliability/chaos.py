@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from benchmarks.common import write_result
+from benchmarks.common import stop_cleanly_on_sigterm, write_result
 from producers.kafka_io import ConsumedRecord
 from producers.topics import ensure_realm_topics
 from pubsub_core.stages.topics import topic
@@ -627,6 +627,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="folder for broker data, checkpoint and logs (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="write the result here (e.g. benchmarks/results/chaos.json)")
     args = parser.parse_args(argv)
+    stop_cleanly_on_sigterm()
     plan = ChaosPlan.short(args.seed) if args.short else ChaosPlan(seed=args.seed)
     changes = {k: v for k, v in {"blocks": args.blocks, "job_kills": args.job_kills,
                                  "broker_restarts": args.broker_restarts, "author_kills": args.author_kills,

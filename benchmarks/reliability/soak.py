@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import save_plot, write_result
+from benchmarks.common import save_plot, stop_cleanly_on_sigterm, write_result
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
 from cli.main import main as pubsub  # imported at start: a run lasts long, and the tree may change meanwhile
 from producers.kafka_io import ConsumedRecord, ProducedRecord, produce
@@ -632,6 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "soak.png",
                         help="the plot of the soak's samples (default: docs/img/soak.png)")
     args = parser.parse_args(argv)
+    stop_cleanly_on_sigterm()
     work = args.work or Path(tempfile.mkdtemp(prefix="pubsub-soak-"))
     module = "benchmarks.reliability.soak"
     if args.backlog:
