@@ -1,6 +1,6 @@
 """Block author restart time against the realm's age: full replay of the topics against the snapshot.
 
-For each age N: a fresh realm on the embedded broker gets a genesis and N blocks, each including one upward
+For each age N: a fresh realm on a broker of its own gets a genesis and N blocks, each including one upward
 Publish (LogBuilder-signed, produced in bulk: what an author and a collator would have written over N blocks).
 Then, on that realm: ``BlockAuthor.start`` with ``use_snapshot=False`` (the full replay of the blocks topic and
 every input topic, what an author without a snapshot does), one block (which writes the first snapshot), and
@@ -8,21 +8,24 @@ every input topic, what an author without a snapshot does), one block (which wri
 fencing, snapshot, replay, catch-up), and the records it read are counted. Writes
 benchmarks/results/author_restart.json.
 
-    .venv/bin/python benchmarks/author_restart_bench.py                      # 1,000, 10,000 and 100,000 blocks
-    .venv/bin/python benchmarks/author_restart_bench.py --ages 1000 10000 --repeat 5
+    python -m benchmarks.author_restart_bench                      # 1,000, 10,000 and 100,000 blocks
+    python -m benchmarks.author_restart_bench --ages 1000 10000 --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
+import shutil
 import statistics
+import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from benchmarks.common import stop_cleanly_on_sigterm, write_result
 
 from producers.author import BlockAuthor
 from producers.kafka_io import produce, route_event_log
@@ -31,9 +34,8 @@ from producers.workload import LogBuilder, signer
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.relay import Genesis
 from pubsub_core.stages import LineRouter
-from supervise.kafka_broker import ensure_kafka
-from streaming.paths import REPO_ROOT
 from streaming.settings import Settings, load_settings
+from supervise.kafka_broker import EmbeddedKafka
 
 AUTHOR = signer("author")
 COLLATOR = signer("collator/1000")
@@ -94,21 +96,28 @@ def measure(settings: Settings, blocks: int, repeat: int) -> dict[str, object]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ages", type=int, nargs="+", default=[1_000, 10_000, 100_000], metavar="BLOCKS")
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks.author_restart_bench",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__)
+    parser.add_argument("--ages", type=int, nargs="+", default=[1_000, 10_000, 100_000], metavar="BLOCKS",
+                        help="the realm ages to measure, in blocks (default: 1000 10000 100000)")
     parser.add_argument("--repeat", type=int, default=5, help="snapshot restarts per age (default: 5)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "author_restart.json")
-    args = parser.parse_args()
-    settings, _ = ensure_kafka(load_settings())
-    results = [measure(settings, blocks, args.repeat) for blocks in args.ages]
-    args.out.write_text(json.dumps({
-        "benchmark": "author_restart", "command": "benchmarks/author_restart_bench.py " +
-        " ".join(f"--ages {' '.join(map(str, args.ages))} --repeat {args.repeat}".split()),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "results": results}, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="results file (default: benchmarks/results/author_restart.json)")
+    args = parser.parse_args(argv)
+    stop_cleanly_on_sigterm()
+    scratch = Path(tempfile.mkdtemp(prefix="pubsub-author-restart-"))
+    broker = EmbeddedKafka(home=scratch / "kafka")
+    try:
+        settings = load_settings(overrides={"kafka_bootstrap": broker.start().bootstrap})
+        results = [measure(settings, blocks, args.repeat) for blocks in args.ages]
+    finally:
+        broker.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+    path = write_result("author_restart", results, module="benchmarks.author_restart_bench", argv=argv, path=args.json)
+    print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import write_result
 from benchmarks.reliability.soak import levels
 from streaming.paths import REPO_ROOT
 
@@ -82,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run", action="append", required=True, metavar="NAME=JSON",
                         help="a soak's results file (its 'soak' entry), under a name (repeatable)")
     parser.add_argument("--warmup-minutes", type=float, default=5.0, metavar="M", help="left out of the fits (5)")
-    parser.add_argument("--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "checkpoint_remedies.json")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="results file (default: benchmarks/results/checkpoint_remedies.json)")
     parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "checkpoint_remedies.png")
     args = parser.parse_args(argv)
     runs: dict[str, dict[str, Any]] = {}
@@ -91,9 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         loaded = json.loads(Path(file).read_text())
         runs[name] = loaded.get("soak", loaded)
     out = {name: summary(result, args.warmup_minutes) for name, result in runs.items()}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"runs": out, "samples": {n: r["samples"] for n, r in runs.items()}}, indent=1)
-                         + "\n")
+    write_result("checkpoint_remedies", {"runs": out, "samples": {n: r["samples"] for n, r in runs.items()}},
+                 module="benchmarks.checkpoint_remedies", argv=argv, path=args.json)
     plot(runs, args.png)
     print(json.dumps(out, indent=2))
     return 0
