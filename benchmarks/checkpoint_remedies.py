@@ -4,18 +4,19 @@ bounded size").
     python -m benchmarks.reliability.soak --minutes 12 --trigger-seconds 0.5 --block-time 0.5 --sample-seconds 30 \\
         --state-reopen never --json never.json --png never.png          # and every-commit, periodic
     python -m benchmarks.checkpoint_remedies --run never=never.json --run every-commit=every-commit.json \\
-        --run periodic=periodic.json
+        --run periodic=periodic.json --job-log never=WORK/logs/job.1.log ...
 
 Reads each run's samples and writes ``benchmarks/results/checkpoint_remedies.json`` (per run: the levels and slopes
 per hour after warm-up of the checkpoint folder, its changelogs, the RocksDB MANIFEST in the stores' newest
-snapshots and the RocksDB working folders; batches per query and their median seconds; how far the outputs
-trailed the author; the longest wait between two blocks' outputs) and ``docs/img/checkpoint_remedies.png``.
+snapshots and the RocksDB working folders; batches per query, and with ``--job-log`` the median and 90th percentile
+of their seconds from the job's progress lines; how far the outputs trailed the author; the longest wait between two blocks' outputs) and ``docs/img/checkpoint_remedies.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from collections.abc import Sequence
@@ -30,6 +31,20 @@ __all__ = ["main", "summary"]
 
 SERIES = ("checkpoint_mib", "relay_state_mib", "subscribers_state_mib", "changelogs_mib", "zips_mib", "manifest_kib",
           "rocksdb_local_mib", "jvm_mib", "python_workers_mib")
+
+
+BATCH_LINE = re.compile(r"^(relay|subscribers) batch \d+: .* \| (\d+(?:\.\d+)?)s$")
+"""A progress line of the job (``streaming.job``), ending in the batch's seconds."""
+
+
+def batch_seconds(job_log: Path) -> dict[str, dict[str, float]]:
+    """Per query, the median and 90th percentile of its batches' seconds over the whole run, and their count."""
+    seconds: dict[str, list[float]] = {}
+    for line in job_log.read_text(errors="replace").splitlines():
+        if match := BATCH_LINE.match(line.strip()):
+            seconds.setdefault(match[1], []).append(float(match[2]))
+    return {query: {"median": statistics.median(values), "p90": statistics.quantiles(values, n=10)[-1],
+                    "count": len(values)} for query, values in seconds.items() if len(values) >= 2}
 
 
 def summary(result: dict[str, Any], warmup_minutes: float) -> dict[str, Any]:
@@ -82,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__)
     parser.add_argument("--run", action="append", required=True, metavar="NAME=JSON",
                         help="a soak's results file (its 'soak' entry), under a name (repeatable)")
+    parser.add_argument("--job-log", action="append", default=[], metavar="NAME=LOG",
+                        help="that run's job log (its work folder's logs/job.1.log), for batch seconds (repeatable)")
     parser.add_argument("--warmup-minutes", type=float, default=5.0, metavar="M", help="left out of the fits (5)")
     parser.add_argument("--json", type=Path, default=None,
                         help="results file (default: benchmarks/results/checkpoint_remedies.json)")
@@ -91,8 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for item in args.run:
         name, _, file = item.partition("=")
         loaded = json.loads(Path(file).read_text())
-        runs[name] = loaded.get("soak", loaded)
+        runs[name] = loaded["figures"]
     out = {name: summary(result, args.warmup_minutes) for name, result in runs.items()}
+    for item in args.job_log:
+        name, _, file = item.partition("=")
+        out[name]["batch_seconds"] = batch_seconds(Path(file))
     write_result("checkpoint_remedies", {"runs": out, "samples": {n: r["samples"] for n, r in runs.items()}},
                  module="benchmarks.checkpoint_remedies", argv=argv, path=args.json)
     plot(runs, args.png)
