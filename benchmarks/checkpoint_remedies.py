@@ -105,11 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--png", type=Path, default=REPO_ROOT / "docs" / "img" / "checkpoint_remedies.png")
     args = parser.parse_args(argv)
     runs: dict[str, dict[str, Any]] = {}
+    produced_by: dict[str, dict[str, str]] = {}
     for item in args.run:
         name, _, file = item.partition("=")
         loaded = json.loads(Path(file).read_text())
         runs[name] = loaded["figures"]
-    out = {name: summary(result, args.warmup_minutes) for name, result in runs.items()}
+        produced_by[name] = {key: loaded[key] for key in ("command", "commit", "build", "date")}
+    out = {name: {**summary(result, args.warmup_minutes), "soak": produced_by[name]} for name, result in runs.items()}
     for item in args.job_log:
         name, _, file = item.partition("=")
         out[name]["batch_seconds"] = batch_seconds(Path(file))

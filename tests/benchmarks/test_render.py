@@ -26,6 +26,19 @@ def test_a_result_names_the_command_commit_machine_and_date_that_produced_it(tmp
     assert read_result("example", path)["figures"] == {"rate": 3.5}
 
 
+REFERENCES = {"simulator_digest.json"}
+"""Not results: what ``benchmarks.simulator_bench`` checks the simulator's outputs against."""
+
+
+@pytest.mark.parametrize("path", sorted(p for p in RESULTS_DIR.glob("*.json") if p.name not in REFERENCES),
+                         ids=lambda p: p.name)
+def test_every_stored_result_names_what_produced_it(path: Path) -> None:
+    record = json.loads(path.read_text())
+    assert {"benchmark", "command", "commit", "date", "machine", "figures"} <= set(record)
+    assert path.stem.startswith(record["benchmark"])  # soak_changelog_off.json: a soak with other options
+    assert record["command"].startswith("python -m benchmarks.")
+
+
 def test_a_section_between_its_markers_is_replaced_and_the_prose_around_it_kept(tmp_path: Path) -> None:
     doc = tmp_path / "doc.md"
     doc.write_text("# T\n\nprose before\n<!-- BEGIN a -->\nold table\n<!-- END a -->\nprose after\n"
