@@ -26,7 +26,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from benchmarks.common import stop_cleanly_on_sigterm, write_result
-
 from producers.author import BlockAuthor
 from producers.kafka_io import produce, route_event_log
 from producers.topics import ensure_realm_topics

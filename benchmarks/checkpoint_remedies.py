@@ -9,7 +9,8 @@ bounded size").
 Reads each run's samples and writes ``benchmarks/results/checkpoint_remedies.json`` (per run: the levels and slopes
 per hour after warm-up of the checkpoint folder, its changelogs, the RocksDB MANIFEST in the stores' newest
 snapshots and the RocksDB working folders; batches per query, and with ``--job-log`` the median and 90th percentile
-of their seconds from the job's progress lines; how far the outputs trailed the author; the longest wait between two blocks' outputs) and ``docs/img/checkpoint_remedies.png``.
+of their seconds from the job's progress lines; how far the outputs trailed the author; the longest wait between
+two blocks' outputs; the command and commit of each soak) and ``docs/img/checkpoint_remedies.png``.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks.checkpoint_remedies",
                                      formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__)
     parser.add_argument("--run", action="append", required=True, metavar="NAME=JSON",
-                        help="a soak's results file (its 'soak' entry), under a name (repeatable)")
+                        help="a soak's results file (what it wrote with --json), under a name (repeatable)")
     parser.add_argument("--job-log", action="append", default=[], metavar="NAME=LOG",
                         help="that run's job log (its work folder's logs/job.1.log), for batch seconds (repeatable)")
     parser.add_argument("--warmup-minutes", type=float, default=5.0, metavar="M", help="left out of the fits (5)")

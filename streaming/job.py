@@ -360,11 +360,12 @@ def run_job(
                 if say:
                     say(f"state stores reopened: queries restarted on their checkpoints ({summary.reopens})")
     except Exception as exc:
-        full = disk_full(settings.checkpoint_dir, exc)
+        chain = cause_chain(exc)
+        full = disk_full(settings.checkpoint_dir, chain)
         if full is not None:
             raise full from exc
         if isinstance(exc, StreamingQueryException):
-            raise query_failed(exc) from exc
+            raise query_failed(exc, chain) from exc
         raise
     finally:
         for _, query in queries:
@@ -408,20 +409,19 @@ def cause_chain(error: BaseException) -> list[str]:
     return texts
 
 
-def query_failed(error: BaseException) -> QueryFailed:
-    """The one-line ``QueryFailed`` of a failed query: Spark's first line (without the plan it appends) and the
-    root cause (``java.net.SocketException: Too many open files``, say), which Spark's line often does not name."""
-    texts = cause_chain(error)
+def query_failed(error: BaseException, texts: Sequence[str]) -> QueryFailed:
+    """The one-line ``QueryFailed`` of a failed query (``texts``: its ``cause_chain``): Spark's first line (without
+    the plan it appends) and the root cause (``java.net.SocketException: Too many open files``, say), which Spark's
+    line often does not name."""
     first = texts[0].strip().splitlines()[0] if texts[0].strip() else type(error).__name__
     root = texts[-1].strip().splitlines()[0] if len(texts) > 1 and texts[-1].strip() else None
     return QueryFailed(first[:400], root[:300] if root else None)
 
 
-def disk_full(checkpoint: Path, error: BaseException) -> CheckpointDiskFull | None:
-    """``CheckpointDiskFull`` if ``error`` (a failed query) comes from a full checkpoint disk: "No space left on
-    device" somewhere in its Java cause chain, or less than 1 MiB free where the checkpoint lives. Spark's own
-    message names only the state store commit that failed."""
-    texts = cause_chain(error)
+def disk_full(checkpoint: Path, texts: Sequence[str]) -> CheckpointDiskFull | None:
+    """``CheckpointDiskFull`` if a failed query (``texts``: its ``cause_chain``) comes from a full checkpoint disk:
+    "No space left on device" somewhere in its Java cause chain, or less than 1 MiB free where the checkpoint lives.
+    Spark's own message names only the state store commit that failed."""
     free = free_bytes(checkpoint)
     if any("No space left on device" in text for text in texts) or (free is not None and free < 2**20):
         return CheckpointDiskFull(checkpoint, free)

@@ -74,8 +74,6 @@ def tail(path: Path, lines: int = 30) -> str:
         return ""
 
 
-
-
 class VerifyStopped(SuperviseError):
     """A signal stopped the job that ``verify`` ran before it reached the end of the log: nothing was compared."""
 

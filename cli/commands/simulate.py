@@ -18,8 +18,8 @@ from rich.table import Table
 
 from cli.commands.common import console, count
 from cli.errors import Interrupted, UsageError
-from producers.interrupts import ctrl_c
 from cli.output import atomic_output
+from producers.interrupts import ctrl_c
 from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord

@@ -17,8 +17,8 @@ from rich.table import Table
 
 from cli.commands.common import add_kafka_arguments, console, settings_from
 from cli.errors import Interrupted, UsageError
-from producers.interrupts import ctrl_c
 from cli.output import atomic_output
+from producers.interrupts import ctrl_c
 from producers.live import (
     BLOCK_TIME,
     MESSAGES_PER_PARA_PER_BLOCK,
