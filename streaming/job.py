@@ -415,7 +415,16 @@ def query_failed(error: BaseException, texts: Sequence[str]) -> QueryFailed:
     line often does not name."""
     first = texts[0].strip().splitlines()[0] if texts[0].strip() else type(error).__name__
     root = texts[-1].strip().splitlines()[0] if len(texts) > 1 and texts[-1].strip() else None
-    return QueryFailed(first[:400], root[:300] if root else None)
+    return QueryFailed(_shortened(first, 400), _shortened(root, 300) if root else None)
+
+
+def _shortened(line: str, limit: int) -> str:
+    """``line`` within ``limit`` characters, its middle cut: a Java message names the failing path first and the
+    reason last (``... While open a file for random read: /tmp/.../CURRENT: Too many open files``)."""
+    if len(line) <= limit:
+        return line
+    keep = (limit - 3) // 2
+    return f"{line[:keep]}...{line[-keep:]}"
 
 
 def disk_full(checkpoint: Path, texts: Sequence[str]) -> CheckpointDiskFull | None:

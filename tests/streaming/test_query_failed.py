@@ -1,0 +1,25 @@
+"""The one line a failed query ends ``pubsub job`` with (``streaming.job.query_failed``)."""
+
+from __future__ import annotations
+
+from streaming.job import query_failed
+
+SPARK_LINE = ("[STREAM_FAILED] Query [id = 8d7d6720, runId = 4a3c608f] terminated with exception: "
+              "[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during loading state.")
+
+
+def test_a_long_root_cause_keeps_its_reason_at_the_end() -> None:
+    path = "/tmp/spark-c6ac6911/StateStoreId(opId=0,partId=1,name=default)-7fc93ccf/workingDir-8c1e6d32" * 3
+    root = ("org.rocksdb.RocksDBException: Found options incompatible with filesystem: IO error: While open a file "
+            f"for random read: {path}/CURRENT: Too many open files")
+    failed = query_failed(RuntimeError(), [SPARK_LINE + "\n== Plan ==\n...", "wrapper", root])
+    assert failed.root_cause is not None and len(failed.root_cause) <= 300 < len(root)
+    assert failed.root_cause.startswith("org.rocksdb.RocksDBException: ")
+    assert failed.root_cause.endswith("/CURRENT: Too many open files")
+    assert "Too many open files" in str(failed) and "== Plan ==" not in str(failed)
+
+
+def test_short_lines_are_kept_whole() -> None:
+    failed = query_failed(RuntimeError(), [SPARK_LINE, "java.net.SocketException: Too many open files"])
+    assert failed.message == SPARK_LINE
+    assert failed.root_cause == "java.net.SocketException: Too many open files"
