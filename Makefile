@@ -80,7 +80,7 @@ test: setup
 	PUBSUB_PURE_PYTHON=1 $(PY) -m pytest tests -q -ra -p no:cacheprovider --ignore=tests/integration $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory typecheck
 
-# Strict mypy over every package (pyproject.toml's [tool.mypy]): pubsub_core, state, streaming, producers,
+# Strict mypy over every package (pyproject.toml's [tool.mypy]): pubsub_core, state, settings, streaming, producers,
 # supervise, cli and benchmarks; not tests/.
 typecheck: setup
 	$(PY) -m mypy

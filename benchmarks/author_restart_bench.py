@@ -26,14 +26,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from benchmarks.common import stop_cleanly_on_sigterm, write_result
-from producers.author import BlockAuthor
-from producers.kafka_io import produce, route_event_log
-from producers.topics import ensure_realm_topics
+from producers.transport.kafka_io import produce, route_event_log
+from producers.transport.topics import ensure_realm_topics
 from producers.workload import LogBuilder, signer
+from producers.writers.author import BlockAuthor
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.relay import Genesis
 from pubsub_core.stages import LineRouter
-from streaming.settings import Settings, load_settings
+from settings.settings import Settings, load_settings
 from supervise.kafka_broker import EmbeddedKafka
 
 AUTHOR = signer("author")

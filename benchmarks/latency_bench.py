@@ -21,13 +21,13 @@ from typing import Any
 
 from benchmarks.common import read_result, stop_cleanly_on_sigterm, write_result
 from benchmarks.render import RENDERERS
-from cli.commands.demo_live import plot_latency_and_pov
-from producers.latency import percentile
-from producers.live import LiveRateError, Pacing
+from producers.readers.latency import percentile
 from producers.workload import WorkloadSpec
-from streaming.paths import REPO_ROOT, runtime_dir
-from streaming.settings import load_settings
+from producers.writers.live import LiveRateError, Pacing
+from settings.paths import REPO_ROOT, runtime_dir
+from settings.settings import load_settings
 from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
+from supervise.live_plot import plot_latency_and_pov
 from supervise.live_run import LivePlan, LiveRun, LiveSnapshot
 
 _BATCH = re.compile(r"^(relay|subscribers) batch (\d+): (\d+) rows in .*\| ([\d.]+)s$")

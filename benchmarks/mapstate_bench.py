@@ -399,7 +399,7 @@ def check(timings: Sequence[Timing]) -> None:
 
 def run_all(chosen: Sequence[Pattern], runs: int, rewrites: int) -> list[Timing]:
     """Every run in one session built as the job's, its checkpoints and Spark's log in a temporary folder."""
-    from streaming.settings import load_settings
+    from settings.settings import load_settings
     from streaming.spark_session import build_spark
 
     scratch = Path(tempfile.mkdtemp(prefix="mapstate-bench-"))

@@ -52,7 +52,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from benchmarks import common
 from benchmarks.render import pipeline as pipeline_table
 from producers.workload import WorkloadSpec, generate
-from streaming.settings import JIT_MODES, STATE_REOPEN_MODES, Settings
+from settings.settings import JIT_MODES, STATE_REOPEN_MODES, Settings
 from streaming.spark_session import jit_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,7 +214,7 @@ def tree_cpu_seconds() -> float:
 def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
                log: Callable[[str], None]) -> dict[str, Any]:
     """Produce ``lines`` to fresh topics, drain them with the job from a fresh checkpoint, check the outputs."""
-    from producers.kafka_io import read_topic
+    from producers.transport.kafka_io import read_topic
     from pubsub_core.stages.topics import VIEWS, topic
     from streaming.job import BatchReport, run_job
     from supervise.verify import check_outputs, produce_log, summary_counts
@@ -272,7 +272,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
     last output record written (Kafka's timestamps, the writer's clock), as a user of the running job sees it; the
     run stops once every output topic holds the simulator's count (``sizes``: ``run_simulator``'s
     ``outputs_by_topic``), then the outputs are checked."""
-    from producers.kafka_io import produce, read_topic, wait_for_sizes
+    from producers.transport.kafka_io import produce, read_topic, wait_for_sizes
     from pubsub_core.stages.topics import OUTPUTS, topic
     from streaming.job import BatchReport, run_job
     from streaming.pipeline import QueryNames
@@ -621,8 +621,8 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
         spark = broker = settings = None
         try:
             if not skip_job:
-                from streaming.paths import runtime_dir
-                from streaming.settings import load_settings
+                from settings.paths import runtime_dir
+                from settings.settings import load_settings
                 from streaming.spark_session import build_spark
                 from supervise.kafka_broker import EmbeddedKafka
 

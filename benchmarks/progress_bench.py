@@ -28,8 +28,8 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import write_result
+from settings.settings import load_settings
 from streaming.job import new_progress
-from streaming.settings import load_settings
 
 TRIGGER = "50 milliseconds"
 KEPT_ENTRIES = "spark.sql.streaming.numRecentProgressUpdates"

@@ -57,14 +57,14 @@ FIXED = ["--seed", "3", "--keys", "20", "--subscribed-keys", "40", "--update-rat
 """What stays the same at every scale (keys per publisher, subscribed keys per subscriber, rates)."""
 BLOCKS = 100
 BLOCK_TIME_S = 6.0
-"""The relay block time (producers/live.py ``BLOCK_TIME``): the budget of one block's sequential work."""
+"""The relay block time (producers/writers/live.py ``BLOCK_TIME``): the budget of one block's sequential work."""
 PARTITION_MB_S = 10.0
 """Assumed sustained write throughput of one Kafka partition (MB/s), for the topic limit: a conservative
 figure for one partition on one broker with acks=all (not measured here; set with --partition-mb-s)."""
 STATE_MB_S = 20.0
 """How fast a large state value moves to or from Spark's state store (DESIGN.md: 'tens of MB/s')."""
 VIEWS_PARTITIONS = 2
-"""Partitions of a ``relay-views`` topic by default (streaming/settings.py ``views_partitions``)."""
+"""Partitions of a ``relay-views`` topic by default (settings/settings.py ``views_partitions``)."""
 MAX_RECORD_BYTES = 15 * 1024 * 1024
 """streaming/operators.py: an output record above this becomes a RecordTooLarge rejection."""
 
@@ -196,7 +196,7 @@ def _backend_namespaces(backend: object) -> dict[str, dict[bytes, bytes]]:
 
 def run_point(log: Path, pages_per_namespace: int) -> dict[str, Any]:
     """Run the log through a Simulator with Stage R, Stage S and output encoding timed apart; the figures."""
-    from cli.commands.simulate import lines
+    from producers.readers.log_lines import event_log_lines
     from pubsub_core.relay import canonical_json
     from pubsub_core.simulator import Simulator
     from pubsub_core.stages import ProtocolConfig
@@ -244,7 +244,7 @@ def run_point(log: Path, pages_per_namespace: int) -> dict[str, Any]:
     start = clock()
     simulator = TimedSimulator(ProtocolConfig())
     with log.open("rb") as source:
-        for batch in _batches(simulator, (line for line, _ in lines(source))):
+        for batch in _batches(simulator, (line for line, _ in event_log_lines(source))):
             t0 = clock()
             for record in batch:
                 size = len(record.to_line().encode()) + 1
@@ -485,12 +485,12 @@ def admission_profile(log: Path) -> dict[str, Any]:
     import cProfile
     import pstats
 
-    from cli.commands.simulate import lines
+    from producers.readers.log_lines import event_log_lines
     from pubsub_core.simulator import Simulator
     from pubsub_core.stages import ProtocolConfig
 
     with log.open("rb") as source:
-        raw = [line for line, _ in lines(source)]
+        raw = [line for line, _ in event_log_lines(source)]
     profiler = cProfile.Profile()
     profiler.enable()
     simulator = Simulator(ProtocolConfig())
@@ -547,7 +547,7 @@ ADMISSION_TIMERS: dict[str, str] = {
 def admission_timing(log: Path) -> dict[str, Any]:
     """The per-origin parts of Stage R timed by wrapping the functions (``process_time``, no profiler: cProfile
     inflates Python-heavy code more than the C of ed25519). Patches this worker process's modules only."""
-    from cli.commands.simulate import lines
+    from producers.readers.log_lines import event_log_lines
     from pubsub_core.envelope import admission, envelope
     from pubsub_core.relay import machine
     from pubsub_core.simulator import Simulator
@@ -585,7 +585,7 @@ def admission_timing(log: Path) -> dict[str, Any]:
     for owner, attribute in patches:
         setattr(owner, attribute, timed(attribute.lstrip("_"), getattr(owner, attribute)))
     with log.open("rb") as source:
-        raw = [line for line, _ in lines(source)]
+        raw = [line for line, _ in event_log_lines(source)]
     start = clock()
     simulator = Simulator(ProtocolConfig())
     for line in raw:

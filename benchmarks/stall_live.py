@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 
 from benchmarks.common import stop_cleanly_on_sigterm
-from producers.kafka_io import ConsumedRecord, produce, read_topic
+from producers.transport.kafka_io import ConsumedRecord, produce, read_topic
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import is_void
+from settings.paths import REPO_ROOT
+from settings.settings import load_settings
 from streaming.job import BatchReport, run_job
 from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
-from streaming.paths import REPO_ROOT
-from streaming.settings import load_settings
 from supervise.verify import check_outputs, fresh_topics
 
 LOG = REPO_ROOT / "examples" / "stalled.jsonl"

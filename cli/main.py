@@ -17,8 +17,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from cli.errors import CliError, Interrupted
 from pubsub_core.errors import PubSubError
+from settings.errors import SettingsError
 from state.errors import StateError
-from streaming.errors import SettingsError
 
 # Add a command by appending its module here; the order is the order of `pubsub --help`.
 COMMAND_MODULES: tuple[str, ...] = (

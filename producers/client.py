@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import cast
 
 from producers.errors import ProducerError
-from producers.follow import FollowStats, SeenWindow, Start, follow
-from producers.kafka_io import ID_HEADER, ConsumedRecord, ProducedRecord, produce, read_outputs, read_topic, scan_topic
-from producers.live import resume_point
+from producers.readers.follow import FollowStats, SeenWindow, Start, follow
 from producers.schemas import RecordSchemaError, validate
+from producers.transport.kafka_io import ID_HEADER, ConsumedRecord, ProducedRecord, produce, read_outputs, read_topic, scan_topic
+from producers.writers.live import resume_point
 from pubsub_core.envelope import Envelope, KeyRegistry, Signer, Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.stages import GenesisRecord

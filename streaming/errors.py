@@ -9,40 +9,16 @@ from pubsub_core.errors import PubSubError
 __all__ = [
     "CheckpointDiskFull",
     "CheckpointUnreadable",
-    "JarsMissingError",
     "KafkaUnavailable",
     "MetricsError",
     "QueryFailed",
     "RecordWriteError",
-    "SettingsError",
     "StreamingError",
 ]
 
 
 class StreamingError(PubSubError):
     """Base class for errors of the Kafka/Spark infrastructure."""
-
-
-class SettingsError(StreamingError):
-    """A setting has an invalid value; names the setting, the value and where it came from."""
-
-    def __init__(self, name: str, value: object, source: str, reason: str) -> None:
-        shown = "***" if "password" in name else repr(value)
-        super().__init__(f"setting {name}={shown} (from {source}) is invalid: {reason}")
-        self.name = name
-        self.source = source
-        self.reason = reason
-
-
-class JarsMissingError(StreamingError):
-    """The JVM jars are not there: `make setup` has not run. It fetches jvm/lib/kafka and jvm/lib/spark-kafka
-    with Maven (the target ``jvm/lib/.fetched``) and builds jvm/lib/local-fs/pubsub-local-fs.jar with javac."""
-
-    def __init__(self, folder: Path) -> None:
-        target = "jvm/lib/local-fs/pubsub-local-fs.jar" if folder.name == "local-fs" else "jvm/lib/.fetched"
-        super().__init__(f"no jars in {folder}; run `make setup` (or only `make {target}`)")
-        self.folder = folder
-        self.target = target
 
 
 class KafkaUnavailable(StreamingError):

@@ -25,28 +25,29 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from producers.topics import TopicError, admin_client, ensure_realm_topics, is_serving
+from producers.transport.topics import TopicError, admin_client, ensure_realm_topics, is_serving
 from pubsub_core.stages.stall import WaitingStatus
+from settings.job_flags import add_job_arguments, settings_from_args
+from settings.paths import runtime_dir
+from settings.protocol import load_protocol_config
+from settings.settings import Settings
 from state.native import build_name
 from streaming.descriptors import DescriptorUse, DescriptorWatch
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
 from streaming.metrics import JobMetrics
 from streaming.operators import parse_waiting
-from streaming.paths import runtime_dir
 from streaming.pipeline import (
-    load_protocol_config,
     relay_query,
     seam_key,
     served_realms,
     subscriber_query,
 )
-from streaming.settings import JIT_MODES, SEAM_MODES, STATE_REOPEN_MODES, Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "add_job_arguments", "disk_full", "ensure_outputs",
-           "finish_batches", "main", "new_progress", "ran", "run_job", "settings_from_args", "RealmWaits"]
+__all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
+           "finish_batches", "main", "new_progress", "ran", "run_job", "RealmWaits"]
 
 _LOG = logging.getLogger("streaming.job")
 """The driver's log: a realm that stalls (WARNING) and moves again (INFO), on stderr unless the application
@@ -490,62 +491,6 @@ def require_kafka(settings: Settings) -> None:
                                      "(`pubsub job` starts the embedded broker when none is named)")
     if not is_serving(bootstrap, timeout=10.0, extra=settings.kafka_client_config()):
         raise KafkaUnavailable(bootstrap, f"the configured Kafka cluster at {bootstrap} does not answer")
-
-
-def add_job_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags shared by `pubsub job` and `python -m streaming.job`."""
-    parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
-    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP; `pubsub job` starts the embedded broker when neither is set)")
-    parser.add_argument("--master", metavar="URL", help="Spark master URL (default: local[2]; $PUBSUB_SPARK_MASTER)")
-    parser.add_argument("--realm", action="append", metavar="REALM",
-                        help="serve only this realm (repeatable; default: every realm, also those that appear later)")
-    parser.add_argument("--protocol-config", type=Path, metavar="FILE",
-                        help="protocol settings (JSON, as for `pubsub simulate --protocol-config`)")
-    parser.add_argument("--seam", choices=SEAM_MODES,
-                        help="what Stage R sends Stage S: delta (changed proof nodes, the default) or full (whole "
-                             "proofs, the checking mode); outputs are the same ($PUBSUB_SEAM)")
-    parser.add_argument("--spark-jit", choices=JIT_MODES,
-                        help="how Spark's JVMs compile: c1 (quick compiler only, the default: least CPU on few cores) "
-                             "or tiered (the JVM's default, C1 then C2) ($PUBSUB_SPARK_JIT)")
-    parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: .runtime/checkpoints/pipeline)")
-    parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
-    parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many records per batch and query")
-    parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES,
-                        help="how the checkpoint stays bounded: periodic (restart the queries on their checkpoints "
-                             "every --state-reopen-minutes, the default), every-commit (Spark's unloadOnCommit) or "
-                             "never ($PUBSUB_STATE_REOPEN)")
-    parser.add_argument("--state-reopen-minutes", type=float, metavar="M",
-                        help="minutes between two periodic restarts (default: 30; $PUBSUB_STATE_REOPEN_MINUTES)")
-    parser.add_argument("--metrics-port", type=int, metavar="PORT",
-                        help="serve Prometheus metrics on this port (/metrics; default: none; $PUBSUB_METRICS_PORT)")
-    parser.add_argument("--metrics-host", metavar="ADDR",
-                        help="address the metrics endpoint binds to (default: 127.0.0.1; $PUBSUB_METRICS_HOST)")
-    parser.add_argument("--available-now", action="store_true", help="drain every input topic, then stop")
-    parser.add_argument("--run-seconds", type=float, metavar="S", help="stop after this many seconds (default: run until stopped)")
-
-
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings from the flags above over $PUBSUB_* and the TOML file."""
-    return load_settings(
-        overrides={
-            "kafka_bootstrap": args.bootstrap,
-            "spark_master": args.master,
-            "realms": ",".join(args.realm) if args.realm else None,
-            "protocol_config": args.protocol_config,
-            "seam": args.seam,
-            "spark_jit": args.spark_jit,
-            "checkpoint_dir": args.checkpoint,
-            "views_partitions": args.views_partitions,
-            "trigger_seconds": args.trigger_seconds,
-            "max_offsets_per_trigger": args.max_offsets_per_trigger,
-            "state_reopen": args.state_reopen,
-            "state_reopen_minutes": args.state_reopen_minutes,
-            "metrics_port": args.metrics_port,
-            "metrics_host": args.metrics_host,
-        },
-        config_file=args.config,
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

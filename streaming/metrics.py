@@ -2,7 +2,7 @@
 
 Fed from what the progress lines are built from (each query's progress entry and its ``BatchReport``: heights,
 records out, lag, batch time, state stores), from the tails of each realm's ``blocks``, ``seals`` and ``pov``
-topics (``producers.realm_watch``: the author's height, each subscriber's PoV use) and from the checkpoint folder's
+topics (``producers.readers.realm_watch``: the author's height, each subscriber's PoV use) and from the checkpoint folder's
 size, measured in a thread no more often than its walk allows. Spark's own metrics are served by Spark's UI
 (``streaming.spark_session.prometheus_conf``). Metric names and labels: docs/operations.md, "Metrics".
 """
@@ -21,9 +21,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollecto
 
 from pubsub_core.stages.stall import WaitingStatus
 
-from producers.realm_watch import RealmFacts, RealmWatch
+from producers.readers.realm_watch import RealmFacts, RealmWatch
+from settings.settings import Settings
 from streaming.errors import MetricsError
-from streaming.settings import Settings
 
 __all__ = ["CHECKPOINT_EVERY_SECONDS", "JobMetrics", "checkpoint_bytes", "partition_lag"]
 

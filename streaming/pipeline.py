@@ -12,21 +12,19 @@ scales with the partitions of the seam topics.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pubsub_core.stages import ProtocolConfig
-from pubsub_core.stages.config import Seam
 from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
+from settings.settings import Settings
 from streaming.lanes import lane_column, stateful_partitions
 from streaming.record_writer import writer_config
-from streaming.settings import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = [
     "KAFKA_SOURCE_OPTIONS",
     "QueryNames",
-    "load_protocol_config",
     "relay_query",
     "seam_key",
     "served_realms",
@@ -76,13 +73,6 @@ def seam_key(settings: Settings) -> bytes:
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_hex(32))
     return path.read_text().strip().encode()
-
-
-def load_protocol_config(path: Path | None, seam: str | None = None) -> ProtocolConfig:
-    """The protocol settings file (the same JSON `pubsub simulate --protocol-config` reads), or the defaults; ``seam``
-    (``delta`` or ``full``) overrides the file's."""
-    config = ProtocolConfig() if path is None else ProtocolConfig.from_json(json.loads(path.read_text()))
-    return config if seam is None else replace(config, seam=Seam(seam))
 
 
 def _source(spark: SparkSession, settings: Settings, pattern: str) -> DataFrame:

@@ -20,10 +20,10 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from producers.kafka_io import ID_HEADER
-from producers.topics import producer_config
+from producers.transport.kafka_io import ID_HEADER
+from producers.transport.topics import producer_config
+from settings.settings import Settings
 from streaming.errors import RecordWriteError
-from streaming.settings import Settings
 
 __all__ = ["WRITER_LIMITS", "RecordWriter", "record_writer", "writer_config"]
 
@@ -49,7 +49,7 @@ WRITER_LIMITS: dict[str, str] = {
     # records fit.
     "queue.buffering.max.kbytes": str(64 * 1024),
 }
-"""What the writer sets beyond the project's producer (``producers.topics.producer_config``: idempotent, so each
+"""What the writer sets beyond the project's producer (``producers.transport.topics.producer_config``: idempotent, so each
 partition keeps its order through retries, ``acks=all``), with a longer linger."""
 
 FLUSH_STEP_SECONDS = 1.0

@@ -34,9 +34,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from streaming.errors import JarsMissingError
-from streaming.paths import REPO_ROOT, jvm_lib_dir, repo_python_path, runtime_dir
-from streaming.settings import JIT_JAVA_OPTIONS, Settings
+from settings.errors import JarsMissingError
+from settings.paths import REPO_ROOT, jvm_lib_dir, repo_python_path, runtime_dir
+from settings.settings import JIT_JAVA_OPTIONS, Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here

@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from streaming.spark_session import prepare_environment, spark_conf, worker_spark_home
 from supervise.errors import ClusterError, tail
 from supervise.kafka_broker import free_port

@@ -22,11 +22,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from producers.topics import create_topics as generic_topics
-from producers.topics import admin_client, is_serving
-from streaming.errors import JarsMissingError
-from streaming.paths import jvm_lib_dir, runtime_dir
-from streaming.settings import JIT_JAVA_OPTIONS, Settings
+from producers.transport.topics import create_topics as generic_topics
+from producers.transport.topics import admin_client, is_serving
+from settings.errors import JarsMissingError
+from settings.paths import jvm_lib_dir, runtime_dir
+from settings.settings import JIT_JAVA_OPTIONS, Settings
 from supervise.errors import BrokerError, BrokerStartError, tail
 
 __all__ = ["BrokerInfo", "EmbeddedKafka", "connect_kafka", "create_topics", "delete_topics", "ensure_kafka", "free_port",
@@ -295,7 +295,7 @@ def connect_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> Se
 
 def create_topics(settings: Settings, topics: Iterable[str], partitions: int | None = None) -> None:
     """Create the topics that do not exist yet (idempotent) with `partitions` (default: the settings'), and wait
-    until they have leaders. Generic topics; a realm's topics come from producers.topics.ensure_realm_topics."""
+    until they have leaders. Generic topics; a realm's topics come from producers.transport.topics.ensure_realm_topics."""
     generic_topics(settings, topics, partitions or settings.topic_partitions)
 
 

@@ -28,16 +28,16 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from producers.kafka_io import ID_HEADER
-from producers.latency import LatencySummary, summarize
-from producers.live import LiveSpec, Pacing
-from producers.topics import consumer_config, ensure_realm_topics, realm_topic_names
+from producers.readers.latency import LatencySummary, summarize
+from producers.transport.kafka_io import ID_HEADER
+from producers.transport.topics import consumer_config, ensure_realm_topics, realm_topic_names
 from producers.workload import WorkloadSpec
+from producers.writers.live import LiveSpec, Pacing
 from pubsub_core.hashing import blake2_256
 from pubsub_core.stages.seam import SeamRecordError, split_record
 from pubsub_core.stages.topics import VIEWS, topic
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from supervise.errors import PartFailed, PartTimeout
 from supervise.kafka_broker import delete_topics
 
@@ -257,7 +257,7 @@ class LiveMonitor:
                 body = json.loads(message.value() or b"")
         except (UnicodeDecodeError, json.JSONDecodeError, SeamRecordError):
             return  # anyone may write anything to a topic; the monitor only counts what parses
-        if kind == "blocks":  # the author writes block n at position n - 1 (producers.author.block_record)
+        if kind == "blocks":  # the author writes block n at position n - 1 (producers.writers.author.block_record)
             number = int(body["position"]) + 1
             state.blocks[number] = min(millis, state.blocks.get(number, millis))
         elif kind == VIEWS:

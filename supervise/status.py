@@ -18,10 +18,10 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from producers.realm_watch import PovUse, TailReadError, read_tails
-from producers.topics import consumer_config
+from producers.readers.realm_watch import PovUse, TailReadError, read_tails
+from producers.transport.topics import consumer_config
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, topic
-from streaming.settings import Settings
+from settings.settings import Settings
 from supervise.errors import StatusUnavailable
 
 __all__ = ["RealmStatus", "checkpoint_offsets", "from_metrics", "from_topics", "render"]

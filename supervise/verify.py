@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from producers.kafka_io import ProducedRecord, produce, read_outputs, route_event_log
-from producers.topics import admin_client, ensure_realm_topics, realm_topic_names
+from producers.transport.kafka_io import ProducedRecord, produce, read_outputs, route_event_log
+from producers.transport.topics import admin_client, ensure_realm_topics, realm_topic_names
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import OUTPUTS, topic
+from settings.protocol import load_protocol_config
+from settings.settings import Settings
 from streaming.job import BatchReport, JobSummary, run_job
-from streaming.pipeline import load_protocol_config
-from streaming.settings import Settings
 from supervise.errors import BrokerError, VerifyStopped
 from supervise.kafka_broker import delete_topics, ensure_kafka
 

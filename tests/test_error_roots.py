@@ -12,6 +12,7 @@ import pytest
 
 from producers.errors import ProducerError
 from pubsub_core.errors import PubSubError
+from settings.errors import SetupError
 from state.errors import StateError
 from streaming.errors import StreamingError
 from supervise.errors import SuperviseError
@@ -19,6 +20,7 @@ from supervise.errors import SuperviseError
 ROOTS: dict[str, type[BaseException]] = {
     "pubsub_core": PubSubError,
     "state": StateError,
+    "settings": SetupError,
     "streaming": StreamingError,
     "producers": ProducerError,
     "supervise": SuperviseError,

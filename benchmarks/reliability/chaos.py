@@ -48,13 +48,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.common import stop_cleanly_on_sigterm, write_result
-from producers.kafka_io import ConsumedRecord
-from producers.topics import ensure_realm_topics
+from benchmarks.reliability.follow import TopicFollower
+from producers.transport.kafka_io import ConsumedRecord
+from producers.transport.topics import ensure_realm_topics
 from pubsub_core.stages.topics import topic
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings, load_settings
+from settings.paths import REPO_ROOT
+from settings.settings import Settings, load_settings
 from supervise.cluster import StandaloneCluster
-from supervise.follow import TopicFollower
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
 

@@ -45,18 +45,18 @@ from typing import Any
 
 from benchmarks.common import save_plot, stop_cleanly_on_sigterm, write_result
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
+from benchmarks.reliability.follow import TopicFollower
 from cli.main import main as pubsub  # imported at start: a run lasts long, and the tree may change meanwhile
-from producers.kafka_io import ConsumedRecord, ProducedRecord, produce
-from producers.live import LiveSource, LiveSpec, read_resume_point
-from producers.topics import ensure_realm_topics
+from producers.transport.kafka_io import ConsumedRecord, ProducedRecord, produce
+from producers.transport.topics import ensure_realm_topics
 from producers.workload import LogBuilder, WorkloadSpec, parse_ttl_mix
+from producers.writers.live import LiveSource, LiveSpec, read_resume_point
 from pubsub_core.relay import BroadcasterCall, CallKind
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import topic
-from streaming.paths import REPO_ROOT
+from settings.paths import REPO_ROOT
+from settings.settings import STATE_REOPEN_MODES, Settings, load_settings
 from streaming.metrics import checkpoint_bytes
-from streaming.settings import STATE_REOPEN_MODES, Settings, load_settings
-from supervise.follow import TopicFollower
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
 from supervise.verify import check_outputs

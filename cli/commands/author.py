@@ -1,9 +1,8 @@
-"""`pubsub author`: the relay block author of one realm (producers/author.py), one block per block time."""
+"""`pubsub author`: the relay block author of one realm (producers/writers/author.py), one block per block time."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 from dataclasses import replace
 from pathlib import Path
@@ -13,13 +12,9 @@ from typing import Any
 from cli.commands import author_void
 from cli.commands.common import add_kafka_arguments, console, count, settings_from
 from cli.errors import UsageError
-from producers.author import DEFAULT_MAX_POV_SIZE, AuthorKeyError, AuthorLimits, BlockAuthor, parse_key
-from pubsub_core.envelope import Signer
-from streaming.pipeline import load_protocol_config
+from producers.writers.author import AUTHOR_KEY_ENV, DEFAULT_MAX_POV_SIZE, AuthorLimits, BlockAuthor, read_author_key
+from settings.protocol import load_protocol_config
 from supervise.kafka_broker import ensure_kafka
-
-KEY_ENV = "PUBSUB_AUTHOR_KEY"
-"""The environment variable holding the author's 32-byte ed25519 seed as hex (when --key-file is not given)."""
 
 
 def register(subparsers: Any) -> None:
@@ -44,7 +39,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--realm", metavar="NAME", help="the realm whose blocks to write (required)")
     parser.add_argument("--block-time", type=float, default=6.0, metavar="SECONDS", help="time between blocks (default: 6)")
     parser.add_argument("--key-file", type=Path, metavar="FILE",
-                        help=f"file holding the author's 32-byte ed25519 seed as hex (default: ${KEY_ENV})")
+                        help=f"file holding the author's 32-byte ed25519 seed as hex (default: ${AUTHOR_KEY_ENV})")
     limits = AuthorLimits()
     parser.add_argument("--max-records-per-block", type=int, default=None, metavar="N",
                         help=f"records per block, all streams (default: the relay's max_messages_per_block, "
@@ -71,21 +66,7 @@ def register(subparsers: Any) -> None:
     stop.add_argument("--once", action="store_true", help="write a single block, then exit")
     stop.add_argument("--blocks", type=int, metavar="N", help="stop after N blocks")
     parser.set_defaults(func=run)
-    author_void.register(parser.add_subparsers(title="commands", metavar="{void}"), KEY_ENV)
-
-
-def read_key(realm: str, key_file: Path | None) -> Signer:
-    """The author key from ``key_file``, else from $PUBSUB_AUTHOR_KEY; never printed."""
-    if key_file is not None:
-        try:
-            text = key_file.read_text()
-        except OSError as exc:
-            raise AuthorKeyError(realm, str(key_file), exc.strerror or "unreadable") from exc
-        return parse_key(realm, text, str(key_file))
-    from_env = os.environ.get(KEY_ENV)
-    if from_env is None:
-        raise AuthorKeyError(realm, f"${KEY_ENV}", f"not set (give --key-file or set {KEY_ENV})")
-    return parse_key(realm, from_env, f"${KEY_ENV}")
+    author_void.register(parser.add_subparsers(title="commands", metavar="{void}"), AUTHOR_KEY_ENV)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.block_time < 0 or (args.blocks is not None and args.blocks < 1):
         raise UsageError("--block-time cannot be negative and --blocks must be at least 1")
-    signer = read_key(args.realm, args.key_file)
+    signer = read_author_key(args.realm, args.key_file)
     settings, _ = ensure_kafka(settings_from(args))
     protocol = load_protocol_config(args.protocol_config or settings.protocol_config)
     admission = replace(protocol.admission, realm=args.realm)

@@ -1,4 +1,4 @@
-"""`pubsub author void`: sign and write a void order that unsticks a stalled realm (producers/void.py)."""
+"""`pubsub author void`: sign and write a void order that unsticks a stalled realm (producers/writers/void.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from cli.commands.common import add_kafka_arguments, console, settings_from
-from producers.author import NotAnAuthor
-from producers.void import plan_void, read_realm, write_void
+from producers.writers.author import NotAnAuthor, read_author_key
+from producers.writers.void import plan_void, read_realm, write_void
+from settings.protocol import load_protocol_config
 from supervise.kafka_broker import ensure_kafka
-from streaming.pipeline import load_protocol_config
 
 _POSITION = re.compile(r"(upward|horizontal|extrinsics)/([^/]+)/(\d+)(?:\.\.(\d+))?")
 
@@ -59,14 +59,12 @@ def _positions(texts: list[str] | None) -> list[tuple[str, str, int, int]] | Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.commands.author import read_key
-
     try:
         positions = _positions(args.position)
     except argparse.ArgumentTypeError as exc:
         console.print(f"[red]{exc}[/]")
         return 2
-    signer = read_key(args.realm, args.key_file)
+    signer = read_author_key(args.realm, args.key_file)
     settings, _ = ensure_kafka(settings_from(args))
     protocol = load_protocol_config(args.protocol_config or settings.protocol_config)
     registry, blocks, inputs = read_realm(settings, args.realm)

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from streaming.settings import Settings, load_settings
+from settings.settings import Settings, load_settings
 
 __all__ = ["add_kafka_arguments", "console", "count", "default_realm", "settings_from"]
 

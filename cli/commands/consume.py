@@ -1,5 +1,5 @@
 """`pubsub consume`: print a topic's records (or a realm's outputs) as the simulator's output lines, or (`--follow`)
-a realm's updates as they arrive, each once (producers/follow.py)."""
+a realm's updates as they arrive, each once (producers/readers/follow.py)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
-from producers.follow import SEEN_WINDOW, FollowStats, Start, follow, update_row
 from cli.errors import Interrupted, UsageError
 from cli.output import atomic_output
-from producers.kafka_io import ConsumedRecord, output_line, scan_topic
-from producers.live import stop_on_signals
+from producers.readers.follow import SEEN_WINDOW, FollowStats, Start, follow, update_row
+from producers.transport.kafka_io import ConsumedRecord, output_line, scan_topic
+from producers.writers.live import stop_on_signals
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages.topics import OUTPUTS, topic
+from settings.settings import Settings
 from supervise.kafka_broker import connect_kafka
-from streaming.settings import Settings
 from supervise.kafka_broker import ensure_kafka
 
 

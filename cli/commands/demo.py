@@ -58,11 +58,11 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.live:
         return run_live_demo(args)
-    from producers.kafka_io import read_outputs
+    from producers.transport.kafka_io import read_outputs
     from producers.workload import WorkloadSpec, generate
     from pubsub_core.stages.topics import topic
-    from streaming.paths import runtime_dir
-    from streaming.settings import load_settings
+    from settings.paths import runtime_dir
+    from settings.settings import load_settings
     from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
     from supervise.verify import verify_log
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import argparse
 import signal
-import statistics
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -46,9 +45,10 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
 def run_live_demo(args: argparse.Namespace) -> int:
     """Run the live demo; exit 0 when every part ran and the job's outputs equal the simulator's on the export."""
     from producers.workload import WorkloadSpec
-    from streaming.paths import runtime_dir
-    from streaming.settings import load_settings
+    from settings.paths import runtime_dir
+    from settings.settings import load_settings
     from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
+    from supervise.live_plot import plot_latency_and_pov
     from supervise.live_run import LivePlan, LiveRun
 
     if args.seconds <= 0 or args.rate <= 0 or args.block_time <= 0 or args.trigger_seconds <= 0:
@@ -173,52 +173,10 @@ def _summary_table(snapshot: Any, steady: int, summary: Any, items: int, block_t
     return table
 
 
-def plot_latency_and_pov(snapshot: Any, path: Path, block_time: float, steady: int, title: str) -> Path:
-    """A PNG with two panels over the relay block number: each update's block-to-update latency (dots) and the
-    per-block median, against one block time; and each subscriber's proof bytes with the pub-sub budget."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = snapshot.blocks
-    per_block: dict[int, list[float]] = defaultdict(list)
-    for number, millis in snapshot.updates:
-        if number in written:
-            per_block[number].append((millis - written[number]) / 1000)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
-    xs = [n for n in sorted(per_block) for _ in per_block[n]]
-    ys = [v for n in sorted(per_block) for v in per_block[n]]
-    top.scatter(xs, ys, s=6, alpha=0.4, label="an update")
-    medians = sorted(per_block)
-    top.plot(medians, [statistics.median(per_block[n]) for n in medians], color="C1", label="median per block")
-    top.axhline(block_time, color="grey", linestyle="--", label=f"one block time ({block_time:g} s)")
-    if steady > min(written, default=steady):
-        top.axvspan(min(written) - 0.5, steady - 0.5, color="grey", alpha=0.15, label="Spark starting (set-up only)")
-    top.set_ylabel("block -> update (s)")
-    top.set_title(title)
-    top.legend(loc="upper right", fontsize=8)
-    by_subscriber: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    budgets = {}
-    for (number, subscriber), pov in sorted(snapshot.pov.items()):
-        by_subscriber[subscriber].append((number, pov.proof_bytes))
-        budgets[number] = pov.budget
-    for subscriber, points in sorted(by_subscriber.items()):
-        bottom.plot([n for n, _ in points], [b for _, b in points], marker=".", label=f"subscriber {subscriber}")
-    bottom.set_ylabel("proof bytes (PoV)")
-    bottom.set_xlabel("relay block number")
-    bottom.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def _replay_check(settings: Any, events: Path) -> bool:
     """Export the realm's input topics, run the simulator over them and compare with what the job wrote."""
     from cli.commands.verify import comparison_table
-    from producers.export import export_realm
+    from producers.readers.export import export_realm
     from supervise.verify import check_outputs
 
     with atomic_output(events) as sink, console.status("exporting the run's input topics"):

@@ -12,7 +12,7 @@ from rich.table import Table
 from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
 from cli.errors import Interrupted
 from cli.output import atomic_output
-from producers.export import export_realm
+from producers.readers.export import export_realm
 from pubsub_core.stages.topics import input_topics
 from supervise.kafka_broker import connect_kafka
 

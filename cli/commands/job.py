@@ -6,11 +6,10 @@ import argparse
 from typing import Any
 
 from cli.commands.common import console
+from settings.job_flags import add_job_arguments, settings_from_args
 
 
 def register(subparsers: Any) -> None:
-    from streaming.job import add_job_arguments
-
     parser = subparsers.add_parser(
         "job",
         help="run the protocol job (Kafka -> Stage R -> relay-views -> Stage S -> Kafka)",
@@ -31,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from state.native import build_name
-    from streaming.job import run_job, settings_from_args
+    from streaming.job import run_job
     from supervise.kafka_broker import ensure_kafka
 
     settings, _broker = ensure_kafka(settings_from_args(args))  # the embedded broker keeps serving after the job

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -16,15 +14,11 @@ from rich.table import Table
 
 from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
 from cli.errors import Interrupted, UsageError
-from producers.kafka_io import TOO_LARGE, KafkaIOError, ProducedRecord, SendInterrupted, produce, route_event_log, send
-from producers.topics import MAX_MESSAGE_BYTES, ensure_realm_topics, realm_is_valid, record_fits
-from pubsub_core.stages import IngestError, LineRouter, OutputRecord
-from pubsub_core.stages.ingest import rejection
-from streaming.settings import Settings
+from producers.transport.kafka_io import SendInterrupted, route_event_log, send
+from producers.transport.topics import MAX_MESSAGE_BYTES
+from producers.writers.event_log import EventLogSender, Tally
+from pubsub_core.stages import LineRouter
 from supervise.kafka_broker import ensure_kafka
-
-INVALID_TOPIC = "InvalidTopicName"
-"""Rejection reason of a line whose realm cannot name Kafka topics."""
 
 
 def register(subparsers: Any) -> None:
@@ -55,87 +49,23 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-@dataclass
-class Tally:
-    """Records sent per topic and refusals per reason, for the summary."""
-
-    topics: Counter[str] = field(default_factory=Counter)
-    refusals: Counter[str] = field(default_factory=Counter)
-
-    def print(self, bootstrap: str | None) -> None:
-        table = Table(title="Records sent", show_edge=False)
-        table.add_column("topic")
-        table.add_column("records", justify="right")
-        for topic, records in sorted(self.topics.items()):
-            table.add_row(topic, str(records))
-        console.print(table)
-        if self.refusals:
-            refused = Table(title="Refused lines", show_edge=False)
-            refused.add_column("reason")
-            refused.add_column("lines", justify="right")
-            for reason, lines in sorted(self.refusals.items()):
-                refused.add_row(reason, str(lines))
-            console.print(refused)
-        console.print(f"Sent {count(sum(self.topics.values()), 'record')} to {bootstrap}; "
-                      f"{count(sum(self.refusals.values()), 'line')} refused.")
-
-
-class EventLogSender:
-    """Turns routed lines into Kafka records: creates each realm's topics on first sight, checks each record
-    against its topic's size limit, and replaces what cannot be sent with its rejection record."""
-
-    def __init__(self, settings: Settings, realm: str, max_message_bytes: int) -> None:
-        self.settings = settings
-        self.realm = realm
-        self.max_message_bytes = max_message_bytes
-        self.limits: dict[str, int] = {}
-        self.realms: set[str] = set()
-        self.origins: dict[int, tuple[str, int]] = {}
-        """Index in the sent sequence -> (topic, offset) of each routed record, to name a late refusal."""
-        self.tally = Tally()
-
-    def records(self, routed: Iterable[tuple[ProducedRecord, int] | OutputRecord]) -> Iterator[ProducedRecord]:
-        """The records to send, in line order."""
-        index = 0
-        for item in routed:
-            if isinstance(item, OutputRecord):
-                record = self.refuse(item)
-            else:
-                record, offset = item
-                realm = record.topic.rpartition(".")[0]
-                if not realm_is_valid(realm):
-                    error = IngestError(INVALID_TOPIC, f"{realm!r} cannot name Kafka topics ([A-Za-z0-9._-], <= 249)")
-                    record = self.refuse(self.rejection(self.realm, record, offset, error))
-                else:
-                    self.ensure(realm)
-                    limit = min(self.limits[record.topic], self.max_message_bytes)
-                    if record_fits(record.key, record.value, record.headers, limit):
-                        self.origins[index] = (record.topic, offset)
-                    else:
-                        size = len(record.key or b"") + len(record.value)
-                        error = IngestError(TOO_LARGE, f"{size} bytes over the topic's limit of {limit} bytes")
-                        record = self.refuse(self.rejection(realm, record, offset, error))
-            index += 1
-            yield record
-
-    def refuse(self, rejected: OutputRecord) -> ProducedRecord:
-        """A rejection as the record to send, counted by reason."""
-        self.ensure(rejected.topic.rpartition(".")[0])
-        self.tally.refusals[str(rejected.value["reason"])] += 1
-        return ProducedRecord.from_output(rejected)
-
-    def ensure(self, realm: str) -> None:
-        if realm not in self.realms:
-            partitions = self.settings.views_partitions
-            self.limits |= ensure_realm_topics(
-                self.settings, realm, partitions=partitions, max_message_bytes=self.max_message_bytes
-            )
-            self.realms.add(realm)
-
-    @staticmethod
-    def rejection(realm: str, record: ProducedRecord, offset: int, error: IngestError) -> OutputRecord:
-        key = (record.key or b"").decode("utf-8", errors="replace")
-        return rejection(realm, key, f"{record.topic}@{offset}", error)
+def print_tally(tally: Tally, bootstrap: str | None) -> None:
+    """Records sent per topic and refusals per reason."""
+    table = Table(title="Records sent", show_edge=False)
+    table.add_column("topic")
+    table.add_column("records", justify="right")
+    for topic, records in sorted(tally.topics.items()):
+        table.add_row(topic, str(records))
+    console.print(table)
+    if tally.refusals:
+        refused = Table(title="Refused lines", show_edge=False)
+        refused.add_column("reason")
+        refused.add_column("lines", justify="right")
+        for reason, lines in sorted(tally.refusals.items()):
+            refused.add_row(reason, str(lines))
+        console.print(refused)
+    console.print(f"Sent {count(sum(tally.topics.values()), 'record')} to {bootstrap}; "
+                  f"{count(sum(tally.refusals.values()), 'line')} refused.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,17 +99,6 @@ def run(args: argparse.Namespace) -> int:
                               f"records delivered to {settings.kafka_bootstrap} of {stopped.sent} sent"
                               + (f", {stopped.undelivered} not confirmed" if stopped.undelivered else "")
                               + "; producing the log again sends the delivered ones twice") from None
-    sender.tally.topics.update(report.delivered)
-    late = []
-    for refusal in report.refused:  # refused by Kafka itself despite the size check (e.g. a lower broker limit)
-        origin = sender.origins.get(refusal.index)
-        if origin is None:  # a rejection record itself was refused: nowhere left to put it
-            raise KafkaIOError(refusal.record.topic, f"a rejection record was refused: {refusal.detail}")
-        topic, offset = origin
-        error = IngestError(refusal.reason, refusal.detail)
-        late.append(sender.refuse(EventLogSender.rejection(topic.rpartition(".")[0], refusal.record, offset, error)))
-    if late:
-        produce(settings, late)
-        sender.tally.topics.update(record.topic for record in late)
-    sender.tally.print(settings.kafka_bootstrap)
+    sender.settle(report)
+    print_tally(sender.tally, settings.kafka_bootstrap)
     return 1 if args.strict and sender.tally.refusals else 0

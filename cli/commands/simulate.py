@@ -8,7 +8,6 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -20,13 +19,14 @@ from cli.commands.common import console, count
 from cli.errors import Interrupted, UsageError
 from cli.output import atomic_output
 from producers.interrupts import ctrl_c
+from producers.readers.log_lines import event_log_lines
 from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord
-from pubsub_core.stages.ingest import MAX_RECORD_BYTES, is_blank
+from pubsub_core.stages.ingest import is_blank
+from settings.protocol import load_protocol_config
+from settings.settings import SEAM_MODES, load_settings
 from state.native import build_name
-from streaming.pipeline import load_protocol_config
-from streaming.settings import SEAM_MODES, load_settings
 
 
 def register(subparsers: Any) -> None:
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             task = progress.add_task("simulate", total=total, blocks=0)
             tune_garbage_collector()
             simulator = Simulator(config, relay_proofs=args.relay_proofs)
-            for line, size in lines(source):
+            for line, size in event_log_lines(source):
                 interrupt.check()
                 summary.inputs += not is_blank(line)
                 write(sink, simulator.feed_line(line), summary)
@@ -113,20 +113,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         summary.print(time.perf_counter() - started, args.output)
     return 0
-
-
-def lines(source: BinaryIO, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[bytes, int]]:
-    """The log's lines as bytes (a line that is not UTF-8 is one rejection, not the end of the run), each with
-    its size in the file. A line longer than ``limit`` is read no further than ``limit + 1`` bytes (enough for
-    its ``RecordTooLarge`` rejection); the rest of it is skipped without being kept in memory."""
-    while line := source.readline(limit + 1):
-        size = len(line)
-        if len(line) > limit and not line.endswith(b"\n"):
-            while rest := source.readline(1 << 20):
-                size += len(rest)
-                if rest.endswith(b"\n"):
-                    break
-        yield line, size
 
 
 def write(sink: TextIO, outputs: list[OutputRecord], summary: Summary) -> None:

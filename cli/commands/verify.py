@@ -51,7 +51,7 @@ def comparison_table(result: Any) -> Table:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.settings import load_settings
+    from settings.settings import load_settings
     from supervise.errors import VerifyStopped
     from supervise.verify import verify_log
 

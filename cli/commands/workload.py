@@ -1,5 +1,5 @@
 """`pubsub workload`: write a seeded synthetic event log for `pubsub simulate`, `pubsub produce` or the tests, or
-(`--live`) send the same cast's Publish traffic to Kafka at a steady rate (producers/live.py)."""
+(`--live`) send the same cast's Publish traffic to Kafka at a steady rate (producers/writers/live.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from cli.commands.common import add_kafka_arguments, console, settings_from
 from cli.errors import Interrupted, UsageError
 from cli.output import atomic_output
 from producers.interrupts import ctrl_c
-from producers.live import (
+from producers.writers.live import (
     BLOCK_TIME,
     MESSAGES_PER_PARA_PER_BLOCK,
     LiveRateError,
@@ -28,7 +28,7 @@ from producers.live import (
     run_live,
     stop_on_signals,
 )
-from producers.topics import realm_is_valid
+from producers.transport.topics import realm_is_valid
 from producers.workload import WorkloadSpec, generate, parse_ttl_mix
 from supervise.kafka_broker import ensure_kafka
 

@@ -27,7 +27,7 @@ from pubsub_core.relay.records import (
     event_record,
 )
 from pubsub_core.relay.void import MAX_VOID_POSITIONS, VoidDecodeError, VoidOrder, is_void
-from pubsub_core.relay.router import (
+from pubsub_core.router.relay_port import (
     DispatchReport,
     MessageRouter,
     SessionChange,

@@ -13,12 +13,10 @@ from enum import Enum
 from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_compact, encode_u32, encode_u128
 from pubsub_core.codec.types import KEY_LEN
 from pubsub_core.errors import PubSubError
+from pubsub_core.pallets import BROADCASTER, ROUTER, SUBSCRIBER
 
 __all__ = ["BROADCASTER", "BroadcasterCall", "CallKind", "ROUTER", "RelayCallError", "SUBSCRIBER", "split_call"]
 
-BROADCASTER = 0
-ROUTER = 1
-SUBSCRIBER = 2
 MAX_KEYS_PER_CALL = 1024
 
 

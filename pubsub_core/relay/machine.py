@@ -45,8 +45,10 @@ from pubsub_core.relay.records import (
     Status,
     event_record,
 )
-from pubsub_core.relay.router import DispatchReport, MessageRouter
 from pubsub_core.relay.void import VoidOrder, is_void
+from pubsub_core.router.relay_adapter import RelayRouter
+from pubsub_core.router.relay_port import DispatchReport, MessageRouter
+from pubsub_core.subscriber.calls import decode_subscriber_call
 from pubsub_core.trie import RelayTries, StateNodeStore
 from pubsub_core.xcm.barriers import (
     AllowPublishFrom,
@@ -191,10 +193,6 @@ def _origin_order(stream: str, origin: str) -> tuple[int, int, str]:
 
 def _default_router() -> MessageRouter:
     """The default router: seed 003's UMP/DMP/HRMP router with its default config."""
-    # Imported here because pubsub_core.router's adapter imports this package's seam (a module-level
-    # import would be circular).
-    from pubsub_core.router.relay_adapter import RelayRouter
-
     return RelayRouter()
 
 
@@ -520,10 +518,6 @@ def _validate_call(envelope: Envelope, origin: Origin) -> None:
     """Custom validation of an extrinsic: a broadcaster or subscriber call must decode (``Malformed`` otherwise);
     router calls are decoded by the router when dispatched. Whether a subscriber call can apply (its origin, the
     subscriber's limits and state) is decided where it applies, as a ``CallFailed`` event."""
-    # Imported here because the subscriber's codec imports this package's pallet indices (a module-level
-    # import would be circular).
-    from pubsub_core.subscriber.calls import decode_subscriber_call
-
     pallet = split_call(envelope.data)
     if pallet == BROADCASTER:
         BroadcasterCall.decode(envelope.data)

@@ -1,4 +1,4 @@
-"""The Router behind the relay block machine's ``MessageRouter`` seam (``pubsub_core.relay.router``).
+"""The Router behind the relay block machine's ``MessageRouter`` seam (``pubsub_core.router.relay_port``).
 
 ``RelayRouter`` maps the block machine's inputs onto seed 003's routines: an ``upward`` batch is checked and
 enqueued, a ``horizontal`` record is a candidate's remaining commitments (built on the previous block),
@@ -15,7 +15,6 @@ from typing import assert_never
 
 from pubsub_core.codec.scale import encode_u32
 from pubsub_core.envelope.keys import Origin, OriginKind
-from pubsub_core.relay.router import SessionChange, UpwardDispatch
 from pubsub_core.router.adapter import HeldDeposits
 from pubsub_core.router.calls import (
     AcceptOpenChannel,
@@ -30,6 +29,7 @@ from pubsub_core.router.config import RouterConfig
 from pubsub_core.router.errors import RouterError
 from pubsub_core.router.interfaces import DepositLedger, DispatchResult
 from pubsub_core.router.records import CandidateCommitments
+from pubsub_core.router.relay_port import SessionChange, UpwardDispatch
 from pubsub_core.router.router import Router
 from pubsub_core.router.storage import RouterStorage
 from state import StateTransaction

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_compact, encode_u32
 from pubsub_core.envelope.errors import InvalidOrigin
 from pubsub_core.envelope.keys import Origin, OriginKind
-from pubsub_core.relay.calls import SUBSCRIBER
+from pubsub_core.pallets import SUBSCRIBER
 from pubsub_core.subscriber.config import SubscriberConfig
 from pubsub_core.subscriber.errors import SubscriberCallError
 

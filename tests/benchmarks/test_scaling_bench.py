@@ -101,13 +101,13 @@ def test_scaling_table_gives_a_row_per_point_and_how_each_cost_grows() -> None:
 
 
 def test_one_scale_point_matches_the_plain_simulator(tmp_path: Path) -> None:
-    from cli.commands.simulate import lines
+    from producers.readers.log_lines import event_log_lines
     from pubsub_core.simulator import simulate
 
     log, _ = make_log(1, 2, tmp_path)
     figures = run_point(log, 16)
     with log.open("rb") as source:
-        outputs = list(simulate(line for line, _ in lines(source)))
+        outputs = list(simulate(line for line, _ in event_log_lines(source)))
     # The timed simulator emits what the plain one does, topic by topic and byte for byte.
     assert figures["topic_records"] == dict(Counter(record.topic for record in outputs))
     assert figures["topic_bytes"] == {topic: sum(len(r.to_line().encode()) + 1 for r in outputs if r.topic == topic)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from streaming.settings import Settings, load_settings
+from settings.settings import Settings, load_settings
 from supervise.kafka_broker import EmbeddedKafka
 
 if TYPE_CHECKING:

@@ -22,15 +22,15 @@ import pytest
 
 from confluent_kafka import Producer
 
-from producers.author import AuthorFenced, BlockAuthor, transactional_id
-from producers.kafka_io import ProducedRecord, produce, read_topic, route_event_log
-from producers.topics import ensure_realm_topics, producer_config
+from producers.transport.kafka_io import ProducedRecord, produce, read_topic, route_event_log
+from producers.transport.topics import ensure_realm_topics, producer_config
 from producers.workload import LogBuilder, WorkloadSpec, generate, signer
+from producers.writers.author import AuthorFenced, BlockAuthor, transactional_id
 from pubsub_core.envelope import Envelope, KeyRegistry
 from pubsub_core.relay import BlockHeader, Genesis, InputRecord, canonical_json
 from pubsub_core.simulator import simulate
 from pubsub_core.stages import LineRouter
-from streaming.settings import Settings
+from settings.settings import Settings
 from tests.simulator.properties import check_outcomes
 
 pytestmark = pytest.mark.kafka

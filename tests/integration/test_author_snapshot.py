@@ -16,15 +16,15 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka import TopicPartition
 
-from producers.author import AuthorLimits, BlockAuthor, InputExpired
-from producers.author_state import open_snapshot
-from producers.kafka_io import ProducedRecord, produce, read_topic, route_event_log
-from producers.topics import ensure_realm_topics
+from producers.transport.kafka_io import ProducedRecord, produce, read_topic, route_event_log
+from producers.transport.topics import ensure_realm_topics
 from producers.workload import WorkloadSpec, generate, signer
+from producers.writers.author import AuthorLimits, BlockAuthor, InputExpired
+from producers.writers.author_state import open_snapshot
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import BlockHeader, InputRecord
 from pubsub_core.stages import LineRouter
-from streaming.settings import Settings
+from settings.settings import Settings
 from tests.integration.test_author import without_blocks
 
 pytestmark = pytest.mark.kafka

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from producers.author_state import AUTHOR_STATE
-from producers.kafka_io import ProducedRecord, produce, topic_size
-from producers.topics import realm_topic_specs
+from producers.transport.kafka_io import ProducedRecord, produce, topic_size
+from producers.transport.topics import realm_topic_specs
+from producers.writers.author_state import AUTHOR_STATE
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
-from streaming.settings import Settings
+from settings.settings import Settings
 from tests.support.terminal import ctrl_c_reaches_it
 
 pytestmark = pytest.mark.kafka

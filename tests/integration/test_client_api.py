@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from producers.client import Client, Connection, FollowStats, InvalidRecordError
-from producers.export import export_realm
-from producers.kafka_io import ProducedRecord, produce, read_topic, route_event_log
+from producers.readers.export import export_realm
 from producers.schemas import validate
-from producers.topics import ensure_realm_topics
+from producers.transport.kafka_io import ProducedRecord, produce, read_topic, route_event_log
+from producers.transport.topics import ensure_realm_topics
 from producers.workload import LogBuilder, signer
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import Genesis
 from pubsub_core.simulator import simulate
 from pubsub_core.stages import GenesisRecord, LineRouter
-from streaming.settings import Settings
+from settings.settings import Settings
 
 pytestmark = pytest.mark.kafka
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from supervise.cluster import StandaloneCluster
 from supervise.verify import check_outputs, produce_log
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.kafka_io import ProducedRecord, produce, read_topic
-from producers.topics import is_serving
-from streaming.settings import Settings, load_settings
+from producers.transport.kafka_io import ProducedRecord, produce, read_topic
+from producers.transport.topics import is_serving
+from settings.settings import Settings, load_settings
 from supervise.errors import BrokerError
 from supervise.kafka_broker import EmbeddedKafka, create_topics, ensure_kafka
 

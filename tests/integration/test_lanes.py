@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from producers.kafka_io import produce
+from producers.transport.kafka_io import produce
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from streaming.job import run_job
 from streaming.lanes import SHUFFLE_PARTITIONS, lane_column, recorded_partitions, stateful_partitions
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
 from supervise.verify import check_outputs, fresh_topics
 
 if TYPE_CHECKING:

@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from producers.author import AuthorLimits, BlockAuthor, latest_snapshot
-from producers.kafka_io import ProducedRecord, produce, read_topic
-from producers.live import LiveSpec, run_live
-from producers.topics import ensure_realm_topics
+from producers.transport.kafka_io import ProducedRecord, produce, read_topic
+from producers.transport.topics import ensure_realm_topics
 from producers.workload import WorkloadSpec, signer
+from producers.writers.author import AuthorLimits, BlockAuthor, latest_snapshot
+from producers.writers.live import LiveSpec, run_live
 from pubsub_core.envelope import Envelope, Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.stages import OutputRecord
-from streaming.settings import Settings
+from settings.settings import Settings
 
 pytestmark = pytest.mark.kafka
 

@@ -20,7 +20,7 @@ import pytest
 
 from cli.main import main
 from producers.workload import WorkloadSpec
-from streaming.settings import Settings
+from settings.settings import Settings
 from supervise.live_run import LivePlan, LiveRun
 from supervise.verify import check_outputs
 

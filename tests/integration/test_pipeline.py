@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from producers.kafka_io import produce, wait_for_sizes
+from producers.transport.kafka_io import produce, wait_for_sizes
 from producers.workload import WorkloadSpec, generate
 from pubsub_core.simulator import Simulator
+from settings.paths import REPO_ROOT
+from settings.protocol import load_protocol_config
+from settings.settings import Settings
 from streaming.job import run_job
-from streaming.paths import REPO_ROOT
-from streaming.pipeline import load_protocol_config
-from streaming.settings import Settings
 from supervise.verify import VerifyResult, check_outputs, expected_outputs, fresh_topics, produce_log, verify_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -201,7 +201,7 @@ def test_a_view_over_one_megabyte_goes_through(kafka_settings: Settings, tmp_pat
     lines = large_view_log()
     result = verify_log(lines, settings, reset_topics=True, checkpoint=tmp_path / "checkpoint")
     assert_equal(result)
-    from producers.kafka_io import read_topic
+    from producers.transport.kafka_io import read_topic
 
     views = read_topic(kafka_settings, "bigviews.relay-views")
     assert max(len(v.value or b"") for v in views) > 1024 * 1024

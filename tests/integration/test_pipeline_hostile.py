@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from producers.kafka_io import read_outputs
-from streaming.settings import Settings
+from producers.transport.kafka_io import read_outputs
+from settings.settings import Settings
 from supervise.verify import verify_log
 from tests.integration.test_pipeline import assert_equal
 from tests.simulator.test_forgery import added, attacked, clean_outputs, settled

@@ -13,12 +13,12 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from cli.main import main
-from producers.kafka_io import TOO_LARGE, ProducedRecord, read_outputs, read_topic, send
-from producers.topics import MAX_MESSAGE_BYTES, MiB, TopicSpec, ensure_realm_topics, ensure_topics, topic_config, TopicKind
+from producers.transport.kafka_io import TOO_LARGE, ProducedRecord, read_outputs, read_topic, send
+from producers.transport.topics import MAX_MESSAGE_BYTES, MiB, TopicSpec, ensure_realm_topics, ensure_topics, topic_config, TopicKind
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import IngestError, LineRouter, OutputRecord, Routed, ProtocolConfig, split_topic
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, input_topics
-from streaming.settings import Settings
+from settings.settings import Settings
 
 pytestmark = pytest.mark.kafka
 

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from producers.workload import WorkloadSpec, generate
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from supervise.kafka_broker import free_ports
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
 from supervise.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

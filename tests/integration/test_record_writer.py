@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from producers.kafka_io import ID_HEADER, read_topic
-from producers.topics import create_topics
+from producers.transport.kafka_io import ID_HEADER, read_topic
+from producers.transport.topics import create_topics
+from settings.settings import Settings
 from streaming.errors import RecordWriteError
 from streaming.record_writer import RecordWriter, record_writer, writer_config
-from streaming.settings import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

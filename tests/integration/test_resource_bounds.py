@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from producers.workload import WorkloadSpec, generate
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from streaming.job import BatchReport, run_job
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
 from streaming.spark_session import build_spark, jvm_pid
 from supervise.verify import check_outputs, produce_log
 

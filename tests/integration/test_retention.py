@@ -24,14 +24,14 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from producers.author import BlockAuthor, InputExpired
-from producers.export import export_line, interleave
-from producers.kafka_io import ConsumedRecord, read_topic
-from producers.topics import consumer_config, ensure_realm_topics
+from producers.readers.export import export_line, interleave
+from producers.transport.kafka_io import ConsumedRecord, read_topic
+from producers.transport.topics import consumer_config, ensure_realm_topics
 from producers.workload import WorkloadSpec, generate, signer
+from producers.writers.author import BlockAuthor, InputExpired
 from pubsub_core.stages.topics import input_topics
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from supervise.verify import check_outputs
 from tests.integration.test_author import without_blocks
 from tests.integration.test_author_snapshot import send

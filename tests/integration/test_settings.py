@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from streaming.errors import SettingsError
-from streaming.settings import Secret, load_settings
+from settings.errors import SettingsError
+from settings.settings import Secret, load_settings
 from streaming.spark_session import CHECKPOINT_FILE_MANAGER
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def test_an_unknown_key_in_the_file_names_the_file(tmp_path: Path) -> None:
 
 def test_the_seam_comes_from_the_environment_or_a_flag_and_overrides_the_protocol_file(tmp_path: Path) -> None:
     from pubsub_core.stages.config import Seam
-    from streaming.pipeline import load_protocol_config
+    from settings.protocol import load_protocol_config
 
     protocol = tmp_path / "protocol.json"
     protocol.write_text('{"seam": "full"}')
@@ -132,13 +132,13 @@ def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> No
 
 
 def test_every_client_reconnects_with_a_short_first_backoff() -> None:
-    """librdkafka throttles a new client's first connections by half its reconnect backoff (streaming/settings.py);
+    """librdkafka throttles a new client's first connections by half its reconnect backoff (settings/settings.py);
     every client of the project (admin, producers, consumers, the stages' writers) takes the settings' 10 ms, and
     librdkafka accepts it for each kind."""
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient
 
-    from producers.topics import consumer_config, producer_config
+    from producers.transport.topics import consumer_config, producer_config
     from streaming.record_writer import writer_config
 
     settings = load_settings(overrides={"kafka_bootstrap": "127.0.0.1:9"}, environ={})

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from producers.kafka_io import produce, read_topic
+from producers.transport.kafka_io import produce, read_topic
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import is_void
 from pubsub_core.simulator import simulate
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from streaming.job import run_job
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
 from supervise.verify import check_outputs, fresh_topics
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -71,7 +71,7 @@ def test_pubsub_author_void_finds_the_missing_position_on_kafka_and_its_order_un
     position, writes nothing without --yes, then writes the order; the job's outputs equal the simulator's on the
     log with the order in it."""
     from cli.main import main
-    from producers.kafka_io import topic_size
+    from producers.transport.kafka_io import topic_size
     from pubsub_core.hashing import blake2_256
 
     lines = LOG.read_bytes().splitlines()

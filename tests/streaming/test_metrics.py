@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from producers.realm_watch import PovUse, RealmFacts
-from streaming.errors import SettingsError
+from producers.readers.realm_watch import PovUse, RealmFacts
+from settings.errors import SettingsError
+from settings.settings import Settings, load_settings
 from streaming.metrics import JobMetrics, checkpoint_bytes, partition_lag
-from streaming.settings import Settings, load_settings
 
 PROGRESS = {
     "batchId": 7,

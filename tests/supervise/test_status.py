@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.realm_watch import PovUse, RealmFacts, TailReadError
+from producers.readers.realm_watch import PovUse, RealmFacts, TailReadError
+from settings.settings import Settings
 from streaming.metrics import JobMetrics
-from streaming.settings import Settings
 from supervise.errors import StatusUnavailable
 from supervise.kafka_broker import free_port
 from supervise.status import RealmStatus, checkpoint_offsets, from_metrics, from_topics, render
