@@ -62,7 +62,8 @@ PARTITION_MB_S = 10.0
 """Assumed sustained write throughput of one Kafka partition (MB/s), for the topic limit: a conservative
 figure for one partition on one broker with acks=all (not measured here; set with --partition-mb-s)."""
 STATE_MB_S = 20.0
-"""How fast a large state value moves to or from Spark's state store (DESIGN.md: 'tens of MB/s')."""
+"""How fast a large state value moves to or from Spark's state store (why a stage makes few, large state calls:
+docs/design.md, "Dataflow")."""
 VIEWS_PARTITIONS = 2
 """Partitions of a ``relay-views`` topic by default (settings/settings.py ``views_partitions``)."""
 MAX_RECORD_BYTES = 15 * 1024 * 1024

@@ -1,6 +1,7 @@
 """The one Spark session factory of the job and the tests, and the confs a spark-submit passes for the same setup.
 
-What it fixes, and why (see shared/reference/spark-kafka-notes.md):
+What it fixes, and why (Spark's Structured Streaming guide, "transformWithState" and "State Store"; docs/operations.md,
+"The Spark job"):
 - RocksDB state store: transformWithState refuses the default HDFS-backed provider. Changelog checkpointing is on:
   without it every commit uploads a RocksDB snapshot whose MANIFEST grows with each batch, so the checkpoint
   folder grew without bound (10 -> 56 MB over a 30-minute soak, about 480 bytes per batch per store, times the

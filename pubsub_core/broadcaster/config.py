@@ -1,4 +1,5 @@
-"""The broadcaster's constants: one frozen, validated object with the reference defaults (mock values, §1.5)."""
+"""The broadcaster's constants: one frozen, validated object with the reference defaults (the reference
+code's mock values; docs/design.md, "Sources")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Errors of the broadcaster pallet and its balances ledger; each carries the offending data.
 
-``code`` is the variant name and ``index`` the SCALE index of the pallet ``Error`` enum (reference §1.5 order;
-where seed 002 names an error differently from the code, the spec's name sits at the code's index).
+``code`` is the variant name and ``index`` the SCALE index of the reference code's pallet ``Error`` enum (its
+``broadcaster/mod.rs`` order; where the pub-sub spec names an error differently, the spec's name sits at the
+code's index; docs/design.md, "Sources").
 """
 
 from __future__ import annotations

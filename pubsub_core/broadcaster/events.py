@@ -1,6 +1,6 @@
 """The broadcaster pallet's events: frozen records with their SCALE encoding and a JSON form.
 
-SCALE: the variant index (reference §1.5 order) then the fields in order; ``ParaId`` and counts are u32
+SCALE: the variant index (the reference code's order) then the fields in order; ``ParaId`` and counts are u32
 little-endian, accounts and keys 32 raw bytes. JSON: ``{"pallet": "Broadcaster", "event": <name>, <fields>}``
 with bytes as ``0x``-prefixed lowercase hex.
 """

@@ -2,8 +2,8 @@
 
 An explicit state machine over a ``StateTransaction``: every call runs inside ``txn.atomic()``, so it either
 applies fully and returns its events, or raises a typed ``BroadcasterError``/``BalancesError`` and leaves no
-write behind. Semantics follow the reference G3 pallet (reference §2) with the seed 002 spec where they
-differ, and without the reference bugs of §5.2 items 9 to 12 (docs/decisions.md).
+write behind. Semantics follow the reference code's broadcaster pallet with the pub-sub spec where
+they differ (docs/design.md, "Sources"), and without the reference bugs 9 to 12 (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ class Broadcaster:
     @staticmethod
     def publisher_count(txn: StateTransaction) -> int:
         """How many publishers are registered: what ``MaxPublishers`` limits (system paras publishing without
-        registration are not counted, seed 002)."""
+        registration are not counted: the pub-sub spec, "Registration fails when max publishers reached")."""
         raw = txn.get_value(_COUNT)
         return 0 if raw is None else int.from_bytes(raw, "little")
 
@@ -308,7 +308,7 @@ class Broadcaster:
             return [KeysDeleted(para_id, self._delete_keys(txn, para_id, keys))]
 
     def delete_own_keys(self, txn: StateTransaction, para_id: int, keys: Sequence[bytes]) -> list[BroadcasterEvent]:
-        """The para itself (a para origin, seed 002 "Parachain self-deletion"): delete some of its own keys.
+        """The para itself (a para origin, the pub-sub spec's "Parachain self-deletion"): delete some of its own keys.
 
         Open to a registered publisher and to a system para publishing without registration, which has no
         manager to call ``delete_keys`` for it; any other para is ``NotRegistered``.
@@ -332,7 +332,7 @@ class Broadcaster:
 
         Checks in order: registered or system para (``NotRegistered``), value length (``ValueTooLarge``),
         key count for a new key (``TooManyKeys``), total size (``TotalStorageSizeExceeded``). A system para
-        needs no registration and is not counted toward ``MaxPublishers`` (seed 002); its data is still tracked
+        needs no registration and is not counted toward ``MaxPublishers`` (the pub-sub spec); its data is still tracked
         (``PublisherExists``), so cleanup, ``force_delete_keys`` and offboarding reach it (bug 10).
         """
         batch = self.publish_many(txn, para_id, [PublishItem(key, value, ttl)], now)

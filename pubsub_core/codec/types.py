@@ -2,7 +2,7 @@
 
 ``PublishedEntry`` is the child-trie value a publisher's key maps to; ``TtlState`` is what a subscriber's
 ``on_data_updated`` receives; ``SubscribedKey`` is a 32-byte key as subscribers name it. Layouts follow
-reference §1.2 and §1.3 (``polkadot_runtime_parachains::broadcaster`` and ``pallet-subscriber``).
+the reference code's ``polkadot_runtime_parachains::broadcaster`` and ``pallet-subscriber`` (docs/design.md, "Sources").
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ __all__ = [
 ]
 
 KEY_LEN = 32
-"""Published keys are 32 bytes: publishers hash logical names before publishing (seed 000, Decision 1)."""
+"""Published keys are 32 bytes: publishers hash logical names before publishing (the pub-sub design, "Decision 1: Fixed
+32-byte Keys")."""
 
 U32_MAX = (1 << 32) - 1
 

@@ -1,4 +1,5 @@
-"""Signed envelopes for everything entering from Kafka, and their admission (seed 004, mapped to our edge)."""
+"""Signed envelopes for everything entering from Kafka, and their admission (the DeP2P pub-sub spec, mapped to our
+edge)."""
 
 from pubsub_core.envelope.admission import (
     Admission,

@@ -1,11 +1,12 @@
-"""Admission of one input record, in seed 004's order: signature, membership, duplicate, size, rate, custom.
+"""Admission of one input record, in the DeP2P pub-sub spec's order: signature, membership, duplicate, size, rate,
+custom.
 
 Outcomes: ACCEPT, IGNORE (a duplicate: seen before, no penalty) or REJECT with a typed reason. The
 duplicate check keeps, per (stream, origin, sender), the highest seqno admitted so far: a seqno is
 single-use once an authentic, authorised envelope carried it, whatever the later checks decide, so a
 replay always ends as IGNORE/Duplicate. Rate limits count per relay block (pubsub_core has no clock).
 
-Seed 004's scoring (P4, the invalid-message penalty: REJECT penalises, IGNORE does not) and backpressure become a
+That spec's scoring (P4, the invalid-message penalty: REJECT penalises, IGNORE does not) and backpressure become a
 per-(stream, origin) penalty in the same transaction: every REJECT of an authenticated envelope at steps 4 to 6
 adds points, which decay per relay block; an origin at or above the threshold is throttled to a smaller quota
 per block (docs/envelope.md, "Penalties and backpressure"). Forgeries and strangers fail at steps 1-2 and replays
@@ -71,9 +72,9 @@ class Reason(Enum):
 
 @dataclass(frozen=True)
 class AdmissionConfig:
-    """Limits from seed 004: 1 MiB messages, 100 publishes per second (600 per 6-second relay block).
+    """Limits from the DeP2P pub-sub spec: 1 MiB messages, 100 publishes per second (600 per 6-second relay block).
 
-    Penalties (seed 004's P4 and backpressure, in relay blocks): each REJECT of an authenticated envelope at
+    Penalties (that spec's P4 and backpressure, in relay blocks): each REJECT of an authenticated envelope at
     steps 4 to 6 adds ``penalty_per_rejection`` points to its (stream, origin), up to ``max_penalty``; points
     decay by ``penalty_decay_per_block`` per relay block; at or above ``penalty_threshold`` the origin is
     throttled to ``throttled_messages_per_block`` (when below ``max_messages_per_block``; beyond it: REJECT

@@ -1,7 +1,8 @@
-"""Signed envelopes: seed 004's PubSub message ``{From, SeqNo, Topic, Data, Signature}`` at our Kafka edge.
+"""Signed envelopes: the DeP2P pub-sub spec's PubSub message ``{From, SeqNo, Topic, Data, Signature}`` at our Kafka
+edge.
 
 Wire form (SCALE): ``from[32] ‖ seqno u64 ‖ realm str ‖ stream str ‖ origin str ‖ data Vec<u8> ‖ signature[64]``,
-the seed's field order. The signature is ed25519 (RFC 8032) by ``from`` over ``SIGNING_DOMAIN`` followed by
+the DeP2P message's field order. The signature is ed25519 (RFC 8032) by ``from`` over ``SIGNING_DOMAIN`` followed by
 every field before the signature, so an envelope cannot be replayed into another realm, stream or origin.
 """
 

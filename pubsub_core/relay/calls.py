@@ -1,6 +1,6 @@
 """Extrinsic calls as SCALE ``RuntimeCall``s: ``pallet index u8 ‖ call index u8 ‖ arguments``.
 
-Pallet 0 is the broadcaster (call indices as in the reference, §1.5), pallet 1 the router (HRMP channel
+Pallet 0 is the broadcaster (call indices as in the reference code), pallet 1 the router (HRMP channel
 calls and downward messages, decoded by the router), pallet 2 the subscriber (forwarded to the subscriber
 stage). ``ParaId`` is a u32, accounts and keys 32 raw bytes, deposits u128.
 """

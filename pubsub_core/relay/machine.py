@@ -114,7 +114,8 @@ class BadOrigin(RelayError):
 
 @dataclass(frozen=True)
 class RelayConfig:
-    """Everything the relay stage is configured with; defaults are the reference's and the seeds'."""
+    """Everything the relay stage is configured with; defaults are the reference code's and the specs'
+    (docs/design.md, "Sources")."""
 
     registry: KeyRegistry = field(default_factory=KeyRegistry)
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)
@@ -192,7 +193,7 @@ def _origin_order(stream: str, origin: str) -> tuple[int, int, str]:
 
 
 def _default_router() -> MessageRouter:
-    """The default router: seed 003's UMP/DMP/HRMP router with its default config."""
+    """The default router: the Router Module's UMP/DMP/HRMP router with its default config."""
     return RelayRouter()
 
 
@@ -431,7 +432,7 @@ class RelayMachine:
 
     def _broadcaster_call(self, txn: StateTransaction, origin: Origin, call: BroadcasterCall) -> list[BroadcasterEvent]:
         """Dispatch a broadcaster call: force calls from root, the others signed by an account; ``delete_keys``
-        also from the para itself (``para:<id>`` naming its own id; seed 002, "Parachain self-deletion")."""
+        also from the para itself (``para:<id>`` naming its own id; the pub-sub spec, "Parachain self-deletion")."""
         pallet, who, para = self.broadcaster, origin.account, call.para_id
         if call.kind is CallKind.DELETE_KEYS and origin.kind is OriginKind.PARA and origin.para_id == para:
             return pallet.delete_own_keys(txn, para, call.keys)

@@ -1,4 +1,4 @@
-"""The relay chain Router (seed 003): UMP, DMP and HRMP storage, routines, entry points and session change.
+"""The relay chain Router (the Router Module): UMP, DMP and HRMP storage, routines, entry points and session change.
 
 Publish messages reach the relay chain as upward messages through this module; downward and horizontal
 messages take a parachain's PoV space before pub-sub gets any (see ``budget``).

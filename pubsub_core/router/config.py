@@ -23,7 +23,7 @@ _WEIGHT_FIELDS = frozenset({"preferred_dispatchable_upward_messages_step_weight"
 
 @dataclass(frozen=True, slots=True)
 class RouterConfig:
-    """The messaging limits of seed 003 (UMP, DMP, HRMP), with Polkadot-like defaults."""
+    """The messaging limits of the Router Module (UMP, DMP, HRMP), with Polkadot-like defaults."""
 
     # UMP
     max_upward_message_num_per_candidate: int = 16

@@ -27,7 +27,7 @@ def queue_downward_message(
 ) -> DownwardMessageQueued:
     """Append ``message`` to ``para``'s downward queue at relay block ``now`` and extend its MQC head.
 
-    Besides seed 003's size check, the destination must be a valid para (Polkadot's ``Unroutable``), so no
+    Besides the Router Module's size check, the destination must be a valid para (Polkadot's ``Unroutable``), so no
     queue is kept for a para that will never prune it.
     """
     if len(message) > config.max_downward_message_size:

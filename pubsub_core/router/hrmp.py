@@ -86,7 +86,7 @@ def check_hrmp_watermark(txn: StateTransaction, para: int, new_watermark: int, c
     received horizontal messages, never beyond the context block.
 
     As in Polkadot, a watermark equal to the context block is always accepted, even when it equals the
-    stored one: seed 003's strict advancement would reject a second candidate built on the same relay parent.
+    stored one: the Router Module's strict advancement would reject a second candidate built on the same relay parent.
     """
     if new_watermark == context_block:
         return
@@ -105,9 +105,9 @@ def verify_outbound_hrmp(
 ) -> None:
     """Acceptance: every message has an open channel with room for it.
 
-    Room is counted cumulatively over the candidate's messages to the same recipient (seed 003 checks each
+    Room is counted cumulatively over the candidate's messages to the same recipient (the Router Module checks each
     message against the stored use alone, which would let several messages together overfill a channel).
-    The count limit ``hrmp_max_message_num_per_candidate`` is Polkadot's; seed 003 does not list it.
+    The count limit ``hrmp_max_message_num_per_candidate`` is Polkadot's; the Router Module does not list it.
     """
     if len(messages) > config.hrmp_max_message_num_per_candidate:
         raise TooManyHorizontalMessages(sender, len(messages), config.hrmp_max_message_num_per_candidate)

@@ -1,4 +1,4 @@
-"""Every storage invariant seed 003 states (plus the ones the Router adds), checked over a whole state.
+"""Every storage invariant the Router Module states (plus the ones the Router adds), checked over a whole state.
 
 ``check_invariants`` reads all Router namespaces and returns a list of violations, empty when the state is
 consistent; the property tests call it after every block.

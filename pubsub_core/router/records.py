@@ -1,8 +1,9 @@
 """The Router's records as frozen dataclasses, each with its SCALE encoding (as polkadot-sdk lays them out).
 
-The HRMP request record adds two fields to seed 003's struct: ``limit_message_size`` (seed 003 sets it in
-hrmp_init_open_channel, and Polkadot stores it as ``max_message_size``) and ``recipient_deposit`` (the amount
-actually reserved on acceptance, so refunds match reserves even if the config changes in between).
+The HRMP request record adds two fields to the Router Module's struct: ``limit_message_size`` (the Router
+Module sets it in hrmp_init_open_channel, and Polkadot stores it as ``max_message_size``) and
+``recipient_deposit`` (the amount actually reserved on acceptance, so refunds match reserves even if the config
+changes in between).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ class OutboundHrmpMessage:
 
 @dataclass(frozen=True, slots=True)
 class HrmpOpenChannelRequest:
-    """A pending request to open an HRMP channel (seed 003's HrmpOpenChannelRequest, plus two fields)."""
+    """A pending request to open an HRMP channel (the Router Module's HrmpOpenChannelRequest, plus two fields)."""
 
     confirmed: bool
     age: int

@@ -1,6 +1,6 @@
 """The Router behind the relay block machine's ``MessageRouter`` seam (``pubsub_core.router.relay_port``).
 
-``RelayRouter`` maps the block machine's inputs onto seed 003's routines: an ``upward`` batch is checked and
+``RelayRouter`` maps the block machine's inputs onto the Router Module's routines: an ``upward`` batch is checked and
 enqueued, a ``horizontal`` record is a candidate's remaining commitments (built on the previous block),
 router calls are HRMP entry points, downward messages and offboarding, and dispatch hands queued upward
 messages to the machine's executor callback in weighted round-robin order. Every para id counts as a
@@ -78,7 +78,7 @@ def _unused_dispatch(para: int, message: bytes) -> DispatchResult:
 
 @dataclass(frozen=True)
 class RelayRouter:
-    """Seed 003's Router as the block machine's MessageRouter (use as ``router_factory``)."""
+    """The Router Module's Router as the block machine's MessageRouter (use as ``router_factory``)."""
 
     config: RouterConfig = field(default_factory=RouterConfig)
     paras: OffboardingRegistry = field(default_factory=OffboardingRegistry)

@@ -1,9 +1,9 @@
-"""The seam between the relay block machine and message routing (UMP, HRMP, DMP: seed 003).
+"""The seam between the relay block machine and message routing (UMP, HRMP, DMP: the Router Module).
 
 The block machine hands each para's admitted upward messages to ``receive_upward`` (acceptance checks,
 then enactment), later asks ``dispatch_upward`` to hand dispatchable messages, one by one, to the
 ``UpwardDispatch`` callback (the XCM executor with the para as origin), passes horizontal records and
-router calls through, and reports session changes. Seed 003's router implements it
+router calls through, and reports session changes. The Router Module's router implements it
 (``pubsub_core.router.relay_adapter.RelayRouter``, the machine's default).
 """
 

@@ -33,7 +33,7 @@ __all__ = ["Router", "check_candidate", "enact_candidate"]
 def check_candidate(
     txn: StateTransaction, config: RouterConfig, para: int, commitments: CandidateCommitments, relay_parent: int
 ) -> None:
-    """Every acceptance check of seed 003 for one candidate of ``para`` built on block ``relay_parent``."""
+    """Every acceptance check of the Router Module for one candidate of ``para`` built on block ``relay_parent``."""
     ump.check_upward_messages(txn, config, para, commitments.upward_messages)
     dmp.check_processed_downward_messages(txn, para, commitments.processed_downward_messages)
     hrmp.check_hrmp_watermark(txn, para, commitments.hrmp_watermark, relay_parent)
@@ -51,7 +51,7 @@ def enact_candidate(txn: StateTransaction, para: int, commitments: CandidateComm
 
 @dataclass(frozen=True, slots=True)
 class Router:
-    """Seed 003's Router module bound to a config, the para registry, the deposit ledger and the dispatcher."""
+    """The Router Module bound to a config, the para registry, the deposit ledger and the dispatcher."""
 
     config: RouterConfig
     paras: ParaRegistry

@@ -1,8 +1,8 @@
 """Para offboarding and the Router's session change: outgoing paras, open requests, close requests.
 
-Choices where seed 003 is silent (see docs/router.md):
+Choices where the Router Module is silent (see docs/router.md):
 - an outgoing para also loses its HRMP watermark and digests, and every open request it takes part in is
-  dropped with its deposits refunded (seed 003 lets requests "die out", but it also deletes the para's
+  dropped with its deposits refunded (the Router Module lets requests "die out", but it also deletes the para's
   request counters, which would leave the counter invariants broken until they do);
 - a confirmed request whose sender or recipient is no longer a valid para is dropped with both deposits
   refunded instead of leaving them reserved forever;

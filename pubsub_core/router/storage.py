@@ -1,4 +1,4 @@
-"""Typed accessors for the Router's storage items (seed 003) over a StateTransaction.
+"""Typed accessors for the Router's storage items (the Router Module's "Storage") over a StateTransaction.
 
 Every item lives in its own namespace; map keys are SCALE-encoded (a para id as u32, a channel as
 (u32, u32)) and values are SCALE-encoded. Empty vectors, zero counters and ``None`` are never stored: the

@@ -81,7 +81,7 @@ def process_pending_upward_messages(
 
     One message per para per visit, starting at NextDispatchRoundStartWith. When the cumulative weight
     reaches ``preferred_dispatchable_upward_messages_step_weight`` the round stops, and the *next* para in the
-    cycle is stored as where the next round starts (Polkadot's cursor; seed 003's literal "set it to P" would
+    cycle is stored as where the next round starts (Polkadot's cursor; the Router Module's literal "set it to P" would
     serve P first again and starve the others when one message outweighs the step). Never fails: a failed
     or raising dispatch is reported in its event and the message is consumed.
     """

@@ -1,7 +1,8 @@
 """The pub-sub PoV budget: what remains of 85% of max_pov_size after downward then horizontal messages.
 
-Follows parachain-system's ``into_abridged(&mut size_limit)`` pattern (seed 000, Decision 4). The message
-sizes are plain inputs, in the router's consumption order, so this module depends on no router code.
+Follows parachain-system's ``into_abridged(&mut size_limit)`` pattern (the pub-sub design, "Decision 4: Budget
+Allocation"). The message sizes are plain inputs, in the router's consumption order, so this module depends on no router
+code.
 """
 
 from __future__ import annotations

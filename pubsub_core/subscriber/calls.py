@@ -9,7 +9,7 @@ SCALE ``RuntimeCall``s, ``2 ‖ call index ‖ arguments``:
   subscriber's own origin, accepted only when ``SubscriberConfig.admin_origin`` allows it;
 - 3 ``governance(ParaId u32, call)``: relay governance (origin ``root``) making the administrative ``call`` (1 or
   2, encoded whole) on subscriber ``ParaId``, as an XCM ``Transact`` with a superuser origin would. This is how
-  seeds 000 and 002's governance origin (``ClearCacheOrigin``) reaches a given subscriber.
+  the pub-sub design's and spec's governance origin (``ClearCacheOrigin``) reaches a given subscriber.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class ClearPublisherCache:
 
 
 AdminCall = EnablePublisher | ClearPublisherCache
-"""The calls seeds 000 and 002 reserve for governance or a configured origin."""
+"""The calls the pub-sub design and spec reserve for governance or a configured origin."""
 
 
 @dataclass(frozen=True, slots=True)

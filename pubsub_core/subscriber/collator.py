@@ -1,10 +1,10 @@
 """Collator side (Prune): build the block's pub-sub relay proof by running the runtime's own traversal.
 
-As in seed 000's block building: the collator asks for the relay keys (every subscribed key of every enabled
+As in the pub-sub design's block building: the collator asks for the relay keys (every subscribed key of every enabled
 publisher), proves them all from its relay state (the initial proof), then runs ``run_block`` over that
 initial proof and the subscriber's state, records every relay node the traversal reads, and discards the
 traversal's writes (Prune writes nothing, not even the cursor: reference
-bug 6). What it leaves out follows from the traversal itself: unchanged child tries (root equal to
+bug 6 in docs/decisions.md). What it leaves out follows from the traversal itself: unchanged child tries (root equal to
 PreviousPublishedDataRoots), cached nodes (served by CachedTrieNodes), nodes leading only to unsubscribed keys
 (never walked), subtrees unchanged since the key was last processed (the walk stops), values whose entry hash
 did not change, and everything past the budget (the walk stops with Incomplete and the runtime's cursor).

@@ -13,8 +13,8 @@ __all__ = ["AdminOrigin", "SubscriberConfig"]
 
 
 class AdminOrigin(Enum):
-    """Who may make the administrative calls ``enable_publisher`` and ``clear_publisher_cache`` (seed 000's
-    ``ClearCacheOrigin``). Governance (a ``root`` extrinsic carrying subscriber call 3) may under both."""
+    """Who may make the administrative calls ``enable_publisher`` and ``clear_publisher_cache`` (the pub-sub
+    design's ``ClearCacheOrigin``). Governance (a ``root`` extrinsic carrying subscriber call 3) may under both."""
 
     GOVERNANCE = "governance"
     GOVERNANCE_OR_SUBSCRIBER = "governance_or_subscriber"
@@ -22,7 +22,7 @@ class AdminOrigin(Enum):
 
 @dataclass(frozen=True, slots=True)
 class SubscriberConfig:
-    """Every tunable of the subscriber side. Defaults follow seed 000 and DESIGN.md.
+    """Every tunable of the subscriber side. Defaults follow the pub-sub design and docs/design.md.
 
     - ``max_trie_depth``: MaxTrieDepth, nodes on a key's path (root = 1); deeper tries disable the publisher.
     - ``max_cached_node_size``: bound of a CachedTrieNodes entry (750 covers the 599-byte worst-case branch).
@@ -34,14 +34,15 @@ class SubscriberConfig:
     - ``ref_time_limit``: ref_time available to pub-sub proof processing in one block.
     - ``pov_percent``: share of max_pov_size usable by the inherent (85%, the HRMP limit).
     - ``messages_collection_size_limit``: None = half the allowed PoV, so DMQ + HRMP may use it all.
-    - ``min_pubsub_budget``: floor under the pub-sub budget; 0 = no minimum (seed 000, Decision 4).
+    - ``min_pubsub_budget``: floor under the pub-sub budget; 0 = no minimum (the pub-sub design, "Decision 4: Budget
+      Allocation").
     - ``max_publishers``: MaxPublishers, bound on publishers a subscriber follows.
     - ``deliver_all_on_root_change``: when a publisher's root changes, call ``on_data_updated`` for every
-      subscribed key with data (seed 002, "Root changed") instead of only the keys whose value changed (seed 000's
-      dual-trie traversal, the default). True costs PoV: each such key's whole path and its value are read again
-      (from the cache or the proof), where the default stops at the first unchanged node.
+      subscribed key with data (the pub-sub spec, "Root changed") instead of only the keys whose value changed (the
+      pub-sub design's dual-trie traversal, the default). True costs PoV: each such key's whole path and its value are
+      read again (from the cache or the proof), where the default stops at the first unchanged node.
     - ``admin_origin``: who may call ``enable_publisher`` and ``clear_publisher_cache``: governance only (the
-      default, seeds 000 and 002), or governance and the subscriber's own para origin.
+      default, as the pub-sub design and spec say), or governance and the subscriber's own para origin.
     """
 
     max_trie_depth: int = 16

@@ -406,8 +406,8 @@ class _Run:
         """Compare the declared key set with the one last processed (by digest, 32 bytes per block).
 
         Added keys only: forget the stored root so the publisher is processed even if unchanged.
-        A removed key: clear the publisher's cache and paths (seed 002, Subscription change clears cache), keeping
-        what was delivered for the keys still subscribed. A publisher subscribed again after it was dropped
+        A removed key: clear the publisher's cache and paths (the pub-sub spec, "Subscription change clears cache"),
+        keeping what was delivered for the keys still subscribed. A publisher subscribed again after it was dropped
         entirely (its stale state still there): clear everything, so its current values are delivered afresh.
         """
         digest = blake2_256(st.encode_keys(keys))

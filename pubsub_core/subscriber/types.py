@@ -181,7 +181,7 @@ class Update:
 
 
 class EventKind(Enum):
-    """Subscriber pallet events (reference §1.6 order, without the removed PublisherRootCleared call)."""
+    """Subscriber pallet events (the reference code's order, without the removed PublisherRootCleared call)."""
 
     DATA_PROCESSED = "DataProcessed"
     PUBLISHER_DISABLED = "PublisherDisabled"

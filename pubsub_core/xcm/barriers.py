@@ -1,8 +1,8 @@
 """Barriers: which messages may execute, and whether for free (``AllowPublishFrom``) or paid.
 
 A barrier raises ``BarrierRefused`` with a ``ProcessMessageError``; a ``BarrierChain`` tries each in order, and the
-first that allows the message wins, so later barriers are not evaluated (seed 002, "Barrier combined with
-other barriers").
+first that allows the message wins, so later barriers are not evaluated (the pub-sub spec, "Barrier
+combined with other barriers").
 """
 
 from __future__ import annotations

@@ -178,8 +178,8 @@ def test_deregistration_wipes_child_trie_and_returns_deposit() -> None:
 
 
 def test_parachain_self_deletion_end_to_end() -> None:
-    """Seed 002, "Parachain self-deletion": system para 1000 (unregistered, so without a manager) deletes its own
-    keys with its para origin; another para's origin may not, and an account is not its manager."""
+    """The pub-sub spec, "Parachain self-deletion": system para 1000 (unregistered, so without a manager) deletes its
+    own keys with its para origin; another para's origin may not, and an account is not its manager."""
     chain = Chain()
     chain.upward(1000, Xcm(tuple(Publish(key(name), b"v", 0) for name in "ABC")))
     first = chain.produce()
@@ -205,7 +205,7 @@ def raw_publish(value: bytes) -> bytes:
 
 @pytest.mark.parametrize(("max_value_length", "xcm_bound"), [(None, None), (2048, 4096)])
 def test_value_size_limit(max_value_length: int | None, xcm_bound: int | None) -> None:
-    """Seed 002, "Value size limit", through XCM: above MaxValueLength the pallet's ValueTooLarge (the message
+    """The pub-sub spec, "Value size limit", through XCM: above MaxValueLength the pallet's ValueTooLarge (the message
     executes Incomplete), above XCM's MaxPublishValueLength the decoder's Malformed (a record rejection). With the
     defaults (992 and 1024) and with the scenario's MaxValueLength of 2048 (the XCM bound raised to 4096)."""
     config = RelayConfig(registry=registry())

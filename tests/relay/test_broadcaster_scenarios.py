@@ -1,4 +1,5 @@
-"""Seed 002 scenarios of the broadcaster pallet, one test per scenario, plus the reference's boundary tests."""
+"""The pub-sub spec's scenarios of the broadcaster pallet, one test per scenario, plus the reference's boundary
+tests."""
 
 from __future__ import annotations
 
@@ -226,7 +227,7 @@ def test_failed_publish_writes_nothing() -> None:
 
 
 def test_system_paras_publish_without_counting_toward_max_publishers() -> None:
-    """Seed 002: system paras publish without registration, and MaxPublishers counts registrations only; their
+    """The pub-sub spec: system paras publish without registration, and MaxPublishers counts registrations only; their
     data stays reachable by governance and offboarding (reference bug 10)."""
     pallet, txn = setup(BroadcasterConfig(max_publishers=2))
     pallet.publish_data(txn, 1000, key("k"), b"v", 0, now=1)
@@ -295,9 +296,9 @@ def test_large_ttl_saturates_instead_of_overflowing() -> None:
 
 
 def test_partial_cleanup_under_weight_limit() -> None:
-    """Seed 002: 1000 keys are expired, on_idle has weight for 500 deletions (the reference's charge: reads(1),
-    then reads_writes(2, 4) per entry), so 500 keys are deleted, the cursor is the last of them, and the next
-    on_idle resumes after it."""
+    """The spec's "Partial cleanup under weight limit": 1000 keys are expired, on_idle has weight for 500 deletions (the
+    reference's charge: reads(1), then reads_writes(2, 4) per entry), so 500 keys are deleted, the cursor is the last of
+    them, and the next on_idle resumes after it."""
     cfg = BroadcasterConfig(max_stored_keys=50, max_total_storage_size=100_000, max_publishers=100)
     pallet, txn = setup(cfg)
     paras = range(1000, 1020)
@@ -415,7 +416,8 @@ def test_on_idle_without_base_weight_does_nothing() -> None:
 # -- Requirement: Manual Key Deletion ---------------------------------------------------------------
 @pytest.mark.parametrize("para", [2000, 1000])
 def test_parachain_self_deletion(para: int) -> None:
-    """Seed 002: the parachain itself deletes its keys; 1000 is a system para with no registration and no manager."""
+    """The spec's "Parachain self-deletion": the parachain deletes its keys; 1000 is a system para with no registration
+    and no manager."""
     pallet, txn = setup()
     if para == 2000:
         pallet.register_publisher(txn, ALICE, para)

@@ -1,4 +1,4 @@
-"""Pub-sub SCALE types against the reference hex vectors (reference §1) and the scalecodec registry."""
+"""Pub-sub SCALE types against the reference code's hex vectors and the scalecodec registry."""
 
 from __future__ import annotations
 

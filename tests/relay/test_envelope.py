@@ -1,4 +1,5 @@
-"""Envelopes and admission: each check in seed 004's order, and fuzzing that always ends in a typed outcome."""
+"""Envelopes and admission: each check in the DeP2P pub-sub spec's order, and fuzzing that always ends in a typed
+outcome."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def admit(raw: bytes, admission: Admission | None = None, stream: str = "upward"
     return result.verdict, result.reason
 
 
-def test_envelope_wire_form_follows_the_seed_field_order() -> None:
+def test_envelope_wire_form_follows_the_pubsub_message_field_order() -> None:
     envelope = COLLATOR.sign(UPWARD, 5, b"\x05\x00")
     raw = envelope.encode()
     assert raw[:32] == COLLATOR.public_key and raw[32:40] == (5).to_bytes(8, "little")

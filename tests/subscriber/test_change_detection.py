@@ -1,4 +1,4 @@
-"""Seed 002, Requirement: Change Detection."""
+"""The pub-sub spec, Requirement: Change Detection."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def test_root_unchanged() -> None:
 
 @pytest.mark.parametrize("deliver_all", [False, True])
 def test_root_changed(deliver_all: bool) -> None:
-    """Seed 002 delivers every subscribed key with data when the root changes; seed 000's dual-trie traversal only
-    the changed ones (the default). ``deliver_all_on_root_change`` chooses; its price is the unchanged key's path
-    and value read again."""
+    """The pub-sub spec delivers every subscribed key with data when the root changes; the pub-sub design's
+    dual-trie traversal only the changed ones (the default). ``deliver_all_on_root_change`` chooses; its price is
+    the unchanged key's path and value read again."""
     h = Harness(config=SubscriberConfig(deliver_all_on_root_change=deliver_all))
     values = {key(name): bytes([i]) * 40 for i, name in enumerate("ABCDEFGH")}  # 40 bytes: V1 value nodes
     h.publish(1000, {k: entry(v) for k, v in values.items()})

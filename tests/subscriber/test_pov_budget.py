@@ -1,4 +1,4 @@
-"""Seed 002, Requirement: PoV Budget Constraint."""
+"""The pub-sub spec, Requirement: PoV Budget Constraint."""
 
 from __future__ import annotations
 
@@ -114,9 +114,9 @@ def shuffled(paras: list[int], relay_block_hash: bytes) -> list[int]:
 
 
 def test_cursor_resumption_with_wrap_around() -> None:
-    """Seed 002's scenario with non-system publishers A, B, C, so each block orders them by its own shuffle. The
-    cursor (B, K2) is left by a real Incomplete block; the next block (every value changed) starts there, goes on
-    in its own order and wraps around to the items before the cursor."""
+    """The spec's "Cursor resumption with wrap-around" with non-system publishers A, B, C, so each block orders them by
+    its own shuffle. The cursor (B, K2) is left by a real Incomplete block; the next block (every value changed) starts
+    there, goes on in its own order and wraps around to the items before the cursor."""
     config = exact_budget_config()
     h = Harness(config=config)
     k1, k2, k3 = (bytes([i]) * 32 for i in (1, 2, 3))

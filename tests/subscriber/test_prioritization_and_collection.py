@@ -1,4 +1,4 @@
-"""Seed 002, Requirements: Publisher Prioritization and Relay Proof Collection."""
+"""The pub-sub spec, Requirements: Publisher Prioritization and Relay Proof Collection."""
 
 from __future__ import annotations
 

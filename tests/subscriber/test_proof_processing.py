@@ -1,4 +1,4 @@
-"""Seed 002, Requirement: Proof Processing (the depth case is in test_trie_depth_limit)."""
+"""The pub-sub spec, Requirement: Proof Processing (the depth case is in test_trie_depth_limit)."""
 
 from __future__ import annotations
 
@@ -52,9 +52,10 @@ def test_unsubscribed_key_paths_not_accessed() -> None:
 
 
 def test_budget_limit_enforced_with_combined_tracking() -> None:
-    """Seed 002: proof and cache reads share one budget. Half the keys are cached by a first block; adding the other
-    half reads their shared branches from the cache and their leaves and values from the proof, in comparable
-    amounts (like the scenario's 600 KB + 600 KB), and the cache bytes are what stops the block."""
+    """The spec's "Budget limit enforced with combined tracking": proof and cache reads share one budget. Half the keys
+    are cached by a first block; adding the other half reads their shared branches from the cache and their leaves and
+    values from the proof, in comparable amounts (like the scenario's 600 KB + 600 KB), and the cache bytes are what
+    stops the block."""
     config = SubscriberConfig(pov_percent=100)
     h = Harness(config=config)
     keys = sorted(key(f"k{i}") for i in range(400))
@@ -81,7 +82,8 @@ def test_budget_limit_enforced_with_combined_tracking() -> None:
 
 
 def test_state_is_read_in_few_large_calls() -> None:
-    """DESIGN.md: on Spark every state call is a JVM round trip, so a block reads its working set in batches."""
+    """On Spark every state call is a JVM round trip, so a block reads its working set in batches (docs/design.md,
+    "Dataflow")."""
     h = Harness()
     keys = [key(f"k{i}") for i in range(2000)]
     for para in (1000, 3000):

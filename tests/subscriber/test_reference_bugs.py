@@ -1,4 +1,4 @@
-"""Regressions for the reference subscriber's bugs (reference §5.2 items 1-8 and 13), one test per bug."""
+"""Regressions for the reference subscriber's bugs (docs/decisions.md, bugs 1-8 and 13), one test per bug."""
 
 from __future__ import annotations
 

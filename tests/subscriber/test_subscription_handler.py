@@ -1,4 +1,4 @@
-"""Seed 002, Requirement: Subscription Handler."""
+"""The pub-sub spec, Requirement: Subscription Handler."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 002, Requirement: Trie Depth Limit (and Proof Processing: Depth limit enforced during processing)."""
+"""The pub-sub spec, Requirement: Trie Depth Limit (and Proof Processing: Depth limit enforced during processing)."""
 
 from __future__ import annotations
 
@@ -107,9 +107,9 @@ def test_re_enable_disabled_publisher() -> None:
 
 
 def test_depth_limit_bounds_cache_size() -> None:
-    """Seed 002: with MaxTrieDepth 8 and 100 subscribed keys, a key path has at most 8 nodes and the cache at most
-    100 * 8. Both bounds are reached: each key sits exactly 8 nodes deep, in its own publisher's child trie (so no
-    node is shared), and every node of every path is cached."""
+    """The spec's "Depth limit bounds cache size": with MaxTrieDepth 8 and 100 subscribed keys, a key path has at most 8
+    nodes and the cache at most 100 * 8. Both bounds are reached: each key sits exactly 8 nodes deep, in its own
+    publisher's child trie (so no node is shared), and every node of every path is cached."""
     limit, publishers = 8, range(1000, 1100)
     h = Harness(config=SubscriberConfig(max_trie_depth=limit))
     target = bytes(32)

@@ -1,4 +1,4 @@
-"""Seed 002, Requirement: Trie Node Caching."""
+"""The pub-sub spec, Requirement: Trie Node Caching."""
 
 from __future__ import annotations
 

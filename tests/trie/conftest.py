@@ -13,7 +13,7 @@ from pubsub_core.trie import V0, V1, Layout, MemoryNodeStore, StateNodeStore, Tr
 from state import MemoryBackend, StateTransaction
 
 VECTORS_PATH = Path(__file__).resolve().parent / "vectors" / "trie.json"
-"""A copy of ../shared/vectors/trie.json (Substrate, smoldot, gossamer, kagome, W3F), kept with the tests."""
+"""Vectors from Substrate, smoldot, gossamer, kagome and the W3F fixtures, each naming its public source."""
 
 
 def load_vectors() -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """A deliberately simple, from-scratch trie root: the reference the engine is checked against.
 
-It shares no code with pubsub_core.trie: nibbles are lists of ints, the codec is transcribed from the
-format notes (../shared/reference/substrate-trie-format.md) field by field, and nothing is incremental.
+It shares no code with pubsub_core.trie: nibbles are lists of ints, the codec is transcribed from
+Substrate's (polkadot-sdk ``substrate/primitives/trie/src/node_header.rs`` and ``node_codec.rs``) field by field, and
+nothing is incremental.
 """
 
 from __future__ import annotations
