@@ -1,13 +1,13 @@
-"""Build: the protocol's modules compiled to C extensions by mypyc, from the same typed source (issue 11).
+"""Build: the protocol's modules compiled to C extensions by mypyc, from the same typed source.
 
-The profile of the simulator is flat (no function over 15% of the time), so no single hand-written hot path
-can bring the next 2x; compiling the strictly typed protocol code does, without changing a line of what it
+The profile of the simulator is flat (no single function dominates), so no hand-written hot path can bring
+a large gain; compiling the strictly typed protocol code does, without changing a line of what it
 says. Modules stay pure Python where compiling breaks a Python behaviour the job relies on (see ``PURE``).
 ``PUBSUB_PURE_PYTHON_BUILD=1`` builds without compiling; ``PUBSUB_PURE_PYTHON=1`` at run time ignores a
 compiled build (state/native.py). The suite runs both ways and checks they agree byte for byte.
 
-mypyc leaves a dataclass's generated ``__init__`` interpreted (about 320 ns for three fields, against 25 ns
-for one written out, measured here), so the records built per trie node, path step or key write theirs out.
+mypyc leaves a dataclass's generated ``__init__`` interpreted, many times slower than one written out
+(docs/benchmarks.md, "Measured code choices"), so the records built per trie node, path step or key write theirs out.
 
 A compiled build writes ``state/native_build.txt``, the SHA-256 of every source it compiled: a process
 runs the compiled modules only while every one of those sources is unchanged (an edited source runs as

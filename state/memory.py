@@ -28,9 +28,9 @@ class MemoryBackend:
         stored = self._namespaces.get(namespace)
         if stored is None:
             return {}
-        # Hand-written (141 k calls a simulator run, most of one key: a transaction's get miss): one loop with one
-        # lookup per key, summing sizes as it goes, instead of a dict comprehension (a frame per call in 3.11) with
-        # two lookups per key and a sum over map; 2.1x for one key, 1.3x for 32 (timeit).
+        # Hand-written (called for every transaction's get miss, most of one key): one loop with one lookup per
+        # key, summing sizes as it goes, instead of a dict comprehension (a frame per call in 3.11) with two
+        # lookups per key and a sum over map (docs/benchmarks.md, "Measured code choices").
         found: dict[bytes, bytes] = {}
         size = 0
         get = stored.get

@@ -185,7 +185,7 @@ class SparkStateBackend:
     def page_of(self, namespace: str, key: bytes) -> int:
         """The page holding `key`: a stable hash (blake2b), never Python's salted hash()."""
         # Memoised per instance (one grouping key, one micro-batch): a batch of Stage R reads the same keys
-        # hundreds of thousands of times (standard workload: 396k calls, 0.65 of 11.7 s of the operator's cProfile).
+        # hundreds of thousands of times (docs/benchmarks.md, "Measured code choices").
         memo = self._memo(namespace)
         page = memo.get(key)
         if page is None:

@@ -83,7 +83,7 @@ class StateTransaction:
             loaded = self._loaded[namespace] = {}
         # One pass filters and deduplicates (a dict of the missing keys, all None), and two C-level updates record
         # them as found or absent; replaces dict.fromkeys + a list comprehension + a Python loop of loaded[key] =
-        # found.get(key) (1.2x on a 32-key batch, timeit).
+        # found.get(key) (docs/benchmarks.md, "Measured code choices").
         missing: dict[bytes, bytes | None] = {key: None for key in keys if key not in loaded}
         if not missing:
             return

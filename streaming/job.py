@@ -333,9 +333,9 @@ def run_job(
     try:
         if available_now:
             # Stage S after Stage R, not beside it: beside it (a short trigger while Stage R drains, Stage R's views
-            # streamed out block by block) its empty triggers and extra batches cost the JVM 4-5 CPU s more on the
-            # standard workload, and the job took 22.0 s instead of 13.3 s on 2 shared cores (same run, same tree).
-            # Stage S's query is planned while Stage R runs (0.1 s of py4j calls): only its start has to wait,
+            # streamed out block by block) its empty triggers and extra batches cost the JVM more CPU than they save
+            # (docs/benchmarks.md, "Measured code choices").
+            # Stage S's query is planned while Stage R runs (py4j calls): only its start has to wait,
             # since an available-now query takes the end offsets of its sources when it starts.
             queries = [("relay", relay_query(spark, settings, config, key, True).start())]
             subscribers = subscriber_query(spark, settings, config, key, True)

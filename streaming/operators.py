@@ -148,8 +148,8 @@ def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
 
     How topics interleave does not change Stage R's outputs (tests/simulator/test_examples.py), only its work: a
     record that comes before the realm's genesis is held (encoded and decoded once more), and a block that
-    comes before its records waits in a queue. The standard workload as one batch, replayed outside Spark:
-    ``relay_rows`` 2.30 -> 2.11 CPU s (1.09x) against topics in name order (blocks, then genesis), outputs equal."""
+    comes before its records waits in a queue. Genesis first, then the inputs, then the blocks, does the least of that
+    work (docs/benchmarks.md, "Measured code choices"); the outputs are equal either way."""
     name = row.topic.rpartition(".")[2]
     rank = INPUTS.index(name) if name in INPUTS else len(INPUTS)
     return rank, row.topic, row.partition, row.offset
@@ -327,8 +327,7 @@ def seam_last(chunks: Iterable[list[OutRow]], hold_bytes: int = SEAM_HOLD_BYTES)
 
     A running Stage S takes whatever views are on the seam at each trigger. While Stage R works through a large
     batch, streaming its views block by block had Stage S run a batch every trigger beside it, each paying Spark's
-    per-batch cost on the same two cores: the live job on the standard workload took 6.14 s at the median against
-    5.42 s with the views held (four pairs interleaved in one JVM; docs/benchmarks.md, "Measured defaults"). A batch
+    per-batch cost on the same two cores; holding the views is faster (docs/benchmarks.md, "Measured defaults"). A batch
     of a block or two, the live job's usual, writes its views at the same moment either way."""
     held: list[OutRow] = []
     size = 0

@@ -47,8 +47,8 @@ KAFKA_SOURCE_OPTIONS = {
     "kafka.metadata.max.age.ms": "2000",
     # How long the broker may hold a fetch that finds nothing new (Kafka's default: 500 ms). Spark keeps its
     # consumers in a pool across batches, and a consumer's next fetch waited out this hold at every batch (a fetch
-    # sent ahead at the end of the last one, parked at the log end); the source stage took 0.5-0.7 s per batch on a
-    # few rows, 0.09-0.10 s with 20 ms (benchmarks/latency_bench, p50). Spark's consumers fetch only inside a
+    # sent ahead at the end of the last one, parked at the log end), a delay on every batch of a few rows
+    # (docs/benchmarks.md, "Measured defaults"). Spark's consumers fetch only inside a
     # task, so a short hold costs no idle traffic.
     "kafka.fetch.max.wait.ms": str(SOURCE_FETCH_WAIT_MS),
     # the block author writes each block in a transaction: an aborted (fenced, killed) block is never read

@@ -35,14 +35,13 @@ WRITER_LIMITS: dict[str, str] = {
     "partitioner": "murmur2_random",
     "compression.type": "lz4",
     # Record batches up to 1 MiB per partition: a view (about 17 KB on the standard workload) fills Kafka's default
-    # 16 KiB batch alone, each batch its own compression frame and request (measured on Spark's sink: a run's CPU
-    # 9.5 -> 7.5 s).
+    # 16 KiB batch alone, each batch its own compression frame and request
+    # (docs/benchmarks.md, "Measured code choices").
     "batch.size": str(1024 * 1024),
     # A record waits up to 25 ms for others to share its request (the project's producer: 5 ms). ``flush`` sends at
     # once, so a batch's last records wait for nothing; only records written while the task still runs (Stage R's
-    # events while it works on later blocks) leave up to 20 ms later. Live runs of the standard workload, 25 ms
-    # against 5 interleaved in one JVM (4 and 8 pairs): 5.92 -> 5.14 s and 6.33 -> 5.73 s end to end at the
-    # median, the broker 1.06 -> 0.85 and 0.97 -> 0.92 CPU s a run; 100 ms no better than 25.
+    # events while it works on later blocks) leave up to 20 ms later. Fewer, larger requests cost the job
+    # and the broker less CPU; a longer linger gains nothing more (docs/benchmarks.md, "Measured defaults").
     "linger.ms": "25",
     # What a worker holds unsent before ``write`` waits for deliveries (librdkafka's default: 1 GiB): a large batch's
     # records stay within a bounded buffer, as in Spark's sink (the Java producer's 32 MiB); two of the largest

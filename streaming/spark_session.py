@@ -4,24 +4,23 @@ What it fixes, and why (Spark's Structured Streaming guide, "transformWithState"
 "The Spark job"):
 - RocksDB state store: transformWithState refuses the default HDFS-backed provider. Changelog checkpointing is on:
   without it every commit uploads a RocksDB snapshot whose MANIFEST grows with each batch, so the checkpoint
-  folder grew without bound (10 -> 56 MB over a 30-minute soak, about 480 bytes per batch per store, times the
-  100 retained versions). With it, a put that cannot be written (a full checkpoint disk) kills pyspark 4.2's
-  Python state server thread without an answer and the batch waits forever; `streaming.job` watches for that
-  stall (``_StallWatch``) and fails the job with ``CheckpointDiskFull``.
+  folder grew without bound (docs/benchmarks.md, "Measured defaults"). With it, a put that cannot be written (a full
+  checkpoint disk) kills pyspark 4.2's Python state server thread without an answer and the batch waits forever;
+  `streaming.job` watches for that stall (``_StallWatch``) and fails the job with ``CheckpointDiskFull``.
 - spark.jars: the Kafka connector from jvm/lib/spark-kafka, so nothing is downloaded at run time.
 - executors on this Python (sys.executable), so they have protobuf, pyarrow and the project installed.
 - 127.0.0.1 everywhere: a session never binds to another interface.
 - two shuffle partitions (= state store instances) for a 2-core machine; UTC session time zone for determinism.
-- the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took 20 CPU s
-  of a 60 s benchmark, more than the job's own work; without them Spark's JVM used 1.6-1.9x less CPU on the
-  standard workload and live latency fell over the first minute, though not over three (docs/benchmarks.md, "The
-  JVM's compiler").
+- the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took more CPU
+  than the job's own work; without them Spark's JVM used less CPU and live latency fell over the first minute,
+  though not over three (docs/benchmarks.md, "Measured defaults", "The JVM's compiler").
 - checkpoint files through Hadoop's FileSystem API, not FileContext: the checkpoint folder is a local path
   (``checkpoint_dir``), and FileContext's rename on the local file system starts a ``readlink`` process for
   each path it checks, four per checkpoint file written with its .crc (every offset, commit and state changelog
-  file): with ``chmod`` for each file created, the Spark JVM started about 45 processes a second in a live job at
-  1 s blocks, 14 without the readlinks. FileSystem's rename is one POSIX rename here, atomic as the checkpoint
-  needs; the ``chmod`` stays (Hadoop sets a file's mode through a process when its native library is absent).
+  file): with ``chmod`` for each file created, the Spark JVM started several processes per file, a few dozen a
+  second in a live job (docs/benchmarks.md, "Measured code choices"). FileSystem's rename is one POSIX rename here,
+  atomic as the checkpoint needs; the ``chmod`` stays (Hadoop sets a file's mode through a process when its native
+  library is absent).
 - SPARK_HOME is a folder of links to the pyspark package's bin/, jars/ and sbin/ without its python/lib/ zips
   (``worker_spark_home``), so Python workers import pyspark compiled from site-packages, not from source in a zip.
 """
@@ -112,9 +111,8 @@ def worker_spark_home() -> Path:
 
     Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on every Python worker's path, and Python compiles a
     zip's modules from source at each import (a zip gets no .pyc written), so every fresh worker compiled pyspark
-    again: 1.4 against 0.4-0.6 s to import what the driver's pre-init worker of a transformWithState query needs, a
-    worker started at every query start. Without the zip, workers import the same pyspark (this interpreter's) from
-    site-packages: the pre-init took 0.45-0.55 s instead of 0.95-1.16 (docs/benchmarks.md, "Measured defaults")."""
+    again, a worker started at every query start. Without the zip, workers import the same pyspark (this
+    interpreter's) from site-packages, about twice as fast (docs/benchmarks.md, "Measured defaults")."""
     package = pyspark_package_dir()
     home = runtime_dir() / "spark-home"
     home.mkdir(parents=True, exist_ok=True)

@@ -160,8 +160,8 @@ class EmbeddedKafka:
                 raise BrokerStartError("StorageTool format failed", config, formatted.stdout + formatted.stderr)
         with open(self.home / "broker.out", "ab") as out:
             process = subprocess.Popen(
-                # C1 only, whatever the job's spark_jit: this broker's C2 threads took 6 CPU s of a 60 s benchmark
-                # on 2 cores, taken from the job beside it (docs/benchmarks.md, "The JVM's compiler").
+                # C1 only, whatever the job's spark_jit: this broker's C2 threads take CPU from the job beside it
+                # on 2 cores (docs/benchmarks.md, "Measured defaults", "The JVM's compiler").
                 [*base, "-XX:+UseG1GC", *JIT_JAVA_OPTIONS["c1"], "kafka.Kafka", str(config)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )

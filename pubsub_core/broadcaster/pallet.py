@@ -114,8 +114,8 @@ def _encode_keys(keys: Iterable[bytes]) -> bytes:
 
 def _decode_keys(raw: bytes | None) -> set[bytes]:
     """A ``BoundedVec<[u8; 32]>`` of keys as a set. Hand-written: slicing the whole vector after one length
-    check replaces a ``ScaleReader.take`` per key (1.07 M calls, 0.41 s of a 5.6 s profiled relay run); 20 keys
-    decode 1.6x faster (3.2 -> 2.0 us)."""
+    check replaces a ``ScaleReader.take`` per key, a hot path of the relay run (docs/benchmarks.md, "Measured code
+    choices")."""
     if raw is None:
         return set()
     count, start = decode_compact(raw, 0)
@@ -349,9 +349,7 @@ class Broadcaster:
         The state written equals that of one ``publish_data`` per item; the difference is the cost: the
         publisher's records (registration, key set, total size, TTL key set) are read and decoded once and
         written back once, where one call per item decoded the whole key set twice and re-encoded it for every
-        item (the hot path of UMP dispatch: 23,881 publishes of 2,408 messages, 2.18 s of a 5.6 s profiled
-        relay run). Measured with the entry prefetch below: the block machine's ``_dispatch`` 0.78 -> 0.29 s CPU
-        over the standard workload (2.7x, same run).
+        item: UMP dispatch's hot path (docs/benchmarks.md, "Measured code choices").
         """
         for item in items:
             if len(item.key) != KEY_LEN:

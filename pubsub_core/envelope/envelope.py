@@ -128,8 +128,8 @@ def verify_ed25519(public_key: bytes, message: bytes, signature: bytes) -> bool:
     """RFC 8032 Ed25519 verification of ``signature`` over ``message`` by ``public_key`` (never raises).
 
     libsodium (PyNaCl) verifies; pycryptodome still signs. libsodium rather than pycryptodome's
-    ``eddsa.new(key, "rfc8032").verify``: 243 us per envelope-sized payload here against libsodium's 44 us
-    (5.5x), about 0.7 s of the simulator benchmark's 3,310 checks. Both agree on every RFC 8032 Ed25519 test
+    ``eddsa.new(key, "rfc8032").verify``: several times faster per envelope (docs/benchmarks.md, "Measured code
+    choices"). Both agree on every RFC 8032 Ed25519 test
     vector (tests/relay/test_signature_vectors.py). libsodium is the stricter: it refuses small-order public
     keys and R points and checks the cofactorless equation, so a "signature" that anyone can make for a
     small-order key, which pycryptodome accepts, is refused.
@@ -146,7 +146,8 @@ class Signer:
 
     def __init__(self, seed: bytes) -> None:
         # Imported here, not with the module: only producers and tests sign, and pycryptodome's import (its cffi
-        # declarations parsed at load) took 45-60 ms of every job worker's and every pre-init worker's start.
+        # declarations parsed at load) would slow every job worker's start
+        # (docs/benchmarks.md, "Measured code choices").
         from Crypto.Signature import eddsa
 
         if len(seed) != 32:

@@ -478,8 +478,7 @@ class RelayMachine:
 
 def _event_records(block: int, events: list[object]) -> tuple[EventRecord, ...]:
     """The block's events as records, in order. A ``DataPublished`` body is rendered once per (publisher, count):
-    24,057 of the run's 26,605 events are ``DataPublished``, and rendering each one's JSON cost 0.25 s of a 3.7 s
-    profiled relay run; 240 of them render 4.6x faster (776 -> 169 us)."""
+    nearly every event of a run is one (docs/benchmarks.md, "Measured code choices")."""
     published: dict[tuple[int, int], str] = {}
     records = []
     for index, event in enumerate(events):

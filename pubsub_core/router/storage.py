@@ -107,7 +107,7 @@ def _read_bytes(reader: ScaleReader) -> bytes:
 
 def _decode_u32_list(data: bytes) -> list[int]:
     """``Vec<u32>`` by slicing after one length check (NeedsDispatch is read for every enacted upward batch;
-    24 paras: 5.2 -> 2.9 us); anything malformed goes through the reader, for its error."""
+    (docs/benchmarks.md, "Measured code choices")); anything malformed goes through the reader, for its error."""
     count, start = decode_compact(data, 0)
     if start + 4 * count != len(data):
         return _decode(data, lambda r: decode_vec(r, _read_u32))

@@ -280,8 +280,8 @@ class _RelayMirror:
         if count <= max(2 * self._counter(self.MARK), MIRROR_GC_FLOOR):
             return
         # Marks over a snapshot of the mirror (NodesByHash) rather than through StateTransaction.get, and diffs
-        # against it: collection runs at about every other view on the simulator workload (its 50% update rate
-        # changes most of a small P_n); collect_if_due went from 0.43 s to 0.35 s cumulative under cProfile.
+        # against it: collection runs often on a workload whose updates change most of a small P_n
+        # (docs/benchmarks.md, "Measured code choices").
         held = self.txn.items(self.NODES)
         self._keep_only(live_nodes(NodesByHash(held), relay_root, subscriptions), held)
 

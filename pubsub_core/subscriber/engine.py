@@ -242,10 +242,9 @@ class _Run:
         if seen is None:
             seen = self.state_seen[namespace] = set()
         if key not in seen:
-            # _pay inlined, one txn.get per call instead of two (about 140,000 first reads a run in the simulator
-            # benchmark); with the namespaces per publisher and the updates numbered in finish: Stage S 1.05x
-            # (replay of the benchmark's 618 views, interleaved). The keys seen are kept per namespace, so no
-            # (namespace, key) tuple is built and hashed per read (170,000 reads).
+            # _pay inlined, one txn.get per call instead of two, on every first read of a run
+            # (docs/benchmarks.md, "Measured code choices"). The keys seen are kept per namespace, so no
+            # (namespace, key) tuple is built and hashed per read.
             size = 0 if value is None else len(value)
             meter = self.meter
             if not meter.fits(self._step_ref_time, self._step_proof_size):

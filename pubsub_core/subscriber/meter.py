@@ -48,8 +48,8 @@ class WeightMeter:
     """Consumes weight against a fixed limit; ``can_consume`` is checked before every read.
 
     The consumed weight is kept as two ints rather than a ``Weight``: the traversal checks and pays once per
-    read (about 2 million times in the simulator benchmark), and building a validated frozen
-    ``Weight`` for every sum was about 12% of that run's py-spy samples; ``fits`` and ``add`` take the components.
+    read, and building a validated frozen ``Weight`` for every sum showed in the simulator's profile
+    (docs/benchmarks.md, "Measured code choices"); ``fits`` and ``add`` take the components.
     """
 
     __slots__ = ("_proof_size", "_ref_time", "limit")

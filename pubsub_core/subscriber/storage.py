@@ -165,10 +165,10 @@ class KeyState:
 
     @classmethod
     def decode(cls, data: bytes) -> KeyState:
-        """Inverse of ``encode``. Every processed key decodes its state once per run (about 48,000
-        times in the simulator benchmark), so the usual form (a one-byte count, a 0 or 1 flag and option byte)
-        is sliced by hand instead of through ScaleReader: 2.3 us against 3.8 us for a 3-step path with an entry
-        (1.6x); anything else takes the reader, so malformed bytes fail as before."""
+        """Inverse of ``encode``. Every processed key decodes its state once per run, so the usual form
+        (a one-byte count, a 0 or 1 flag and option byte) is sliced by hand instead of through ScaleReader
+        (docs/benchmarks.md, "Measured code choices"); anything else takes the reader, so malformed bytes fail as
+        before."""
         size = len(data)
         if size >= 3 and data[0] <= 1 and not data[1] & 3:
             end = 2 + 33 * (data[1] >> 2)

@@ -149,8 +149,9 @@ class Update:
 
     def json_text(self) -> str:
         """``canonical_json(self.to_json())``, written out (keys in sorted order): updates are the most common
-        output after relay events, and building the dict to encode it again with sorted keys was 5% of the
-        simulator's run. Every field is a number, 0x-hex or a fixed name, so nothing needs escaping."""
+        output after relay events, and building the dict to encode it again with sorted keys showed in the
+        simulator's profile (docs/benchmarks.md, "Measured code choices"). Every field is a number, 0x-hex or a fixed
+        name, so nothing needs escaping."""
         ttl = self.ttl_state
         ttl_text = (f'{{"kind":"ValidFor","remaining":{ttl.remaining}}}' if ttl.kind is TtlKind.VALID_FOR
                     else f'{{"kind":"{_TTL_TEXT[ttl.kind._value_]}"}}')

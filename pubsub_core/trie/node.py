@@ -253,10 +253,9 @@ nodes they write here too (``StateNodeStore.write``)."""
 
 def decode_node_cached(data: bytes) -> Node | None:
     """``decode_node`` remembered in ``NODE_MEMO`` (about the last 16,384 distinct encodings): path
-    walks and page loads decode the same few nodes again and again (246,096 decodes of 40,488 distinct nodes in
-    the simulator benchmark: every subscribed key's walk starts at the same roots, every relay block reloads the
-    same pages); a hit costs a hash of the bytes instead of a parse: 0.5 s of the run's 7.2 s of CPU (7%,
-    measured interleaved against the same code without the cache). Errors are not remembered: bad bytes raise
+    walks and page loads decode the same few nodes again and again (every subscribed key's walk starts at the
+    same roots, every relay block reloads the same pages); a hit costs a hash of the bytes instead of a parse
+    (docs/benchmarks.md, "Measured code choices"). Errors are not remembered: bad bytes raise
     again; neither is the empty node (None)."""
     node = NODE_MEMO.get(data)
     if node is None:

@@ -121,8 +121,8 @@ def _encode_page(page: Mapping[str, bytes]) -> bytes:
 
 
 def _decode_page(data: bytes) -> dict[str, bytes]:
-    """A page's nodes by relative path. By hand, replacing a ``ScaleReader`` loop: 0.66 against 1.26 us per page
-    of the trie benchmark (1.9x); with the cache below, 1.02x on the whole simulator benchmark."""
+    """A page's nodes by relative path. By hand, replacing a ``ScaleReader`` loop, which
+    page loads pay for every node (docs/benchmarks.md, "Measured code choices")."""
     page: dict[str, bytes] = {}
     pos, end = 0, len(data)
     while pos < end:
