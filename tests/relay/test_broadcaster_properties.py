@@ -65,8 +65,8 @@ def check_invariants(pallet: Broadcaster, txn: StateTransaction, endowed: int) -
     assert indexed == {para for para, keys in ttl_keys.items() if keys}
     assert {int.from_bytes(p, "little") for p in txn.items("broadcaster.TtlKeys")} == indexed
     for para in indexed:
-        raw = txn.get("broadcaster.TtlKeys", para.to_bytes(4, "little"))
-        assert raw is not None and raw[1:] == b"".join(ttl_keys[para])
+        listed = txn.get("broadcaster.TtlKeys", para.to_bytes(4, "little"))
+        assert listed is not None and listed[1:] == b"".join(ttl_keys[para])
     total = sum(Balances.free(txn, a) + Balances.held(txn, a, PUBLISHER_DEPOSIT) for a in (ALICE, BOB))
     assert total <= endowed
 
