@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pubsub_core.broadcaster import BroadcasterConfig
@@ -24,7 +26,7 @@ from tests.subscriber.harness import Harness, entry, key, subs_of
 MB = 1_000_000
 
 
-def exact_budget_config(**overrides: int) -> SubscriberConfig:
+def exact_budget_config(**overrides: Any) -> SubscriberConfig:
     """pov_percent=100, so the pub-sub budget equals max_pov when no messages are pending."""
     return SubscriberConfig(pov_percent=100, **overrides)
 
