@@ -336,8 +336,8 @@ def test_a_full_bundle_moves_members_to_another_and_every_bundle_stays_within_it
         backend.flush()
     bundles = _bundle_keys(mapstate)
     assert len(bundles) > 1
-    for key in bundles:
-        data = mapstate.entries[key][0]
+    for bundle in bundles:
+        data = mapstate.entries[bundle][0]
         assert isinstance(data, bytes)
         assert len(data) <= 300 or len(decode_page(data)) == 1
     assert _read_all(_bundled(mapstate), list(written)) == written
