@@ -19,7 +19,7 @@ from pubsub_core.xcm.types import ClearOrigin, SetTopic
 def reader_only() -> Iterator[None]:
     """Decode with the fast path switched off: every instruction through ``_instruction``."""
     fast = xcm_types._publish_fast
-    xcm_types._publish_fast = lambda data, start, max_value_length: None  # type: ignore[assignment]
+    xcm_types._publish_fast = lambda data, start, max_value_length: None
     try:
         yield
     finally:
