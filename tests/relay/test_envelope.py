@@ -130,9 +130,9 @@ def test_a_seqno_refused_after_the_duplicate_check_is_spent(refusal: str) -> Non
     if refusal == "RateLimited":
         assert admit(COLLATOR.sign(UPWARD, 0, b"first").encode(), admission, rate=rate, txn=txn)[0] is Verdict.ACCEPT
     validate = refuse if refusal == "BadFormat" else accept_all
-    result = admission.admit(txn, "upward", "2000", big, rate, validate)  # type: ignore[arg-type]
+    result = admission.admit(txn, "upward", "2000", big, rate, validate)
     assert (result.verdict, result.reason) == (Verdict.REJECT, refusal)
-    replay = admission.admit(txn, "upward", "2000", big, RateCounter(), accept_all)  # type: ignore[arg-type]
+    replay = admission.admit(txn, "upward", "2000", big, RateCounter(), accept_all)
     assert (replay.verdict, replay.reason) == (Verdict.IGNORE, "Duplicate")
     retry = COLLATOR.sign(UPWARD, 2, b"small").encode()
     assert admit(retry, admission, rate=RateCounter(), txn=txn) == (Verdict.ACCEPT, None)
@@ -335,16 +335,16 @@ def test_forgeries_replays_and_headers_never_cost_the_genuine_origin_anything() 
     hostile = [bytes(flipped), STRANGER.sign(UPWARD, 2, b"m").encode(), PEER.sign(UPWARD, 3, b"m").encode(),
                COLLATOR.sign(Topic("kusama", "upward", "2000"), 4, b"m").encode(), b"garbage"]
     rate = RateCounter(block=1)
-    assert admission.admit(txn, "upward", "2000", genuine, rate, accept_all).verdict is Verdict.ACCEPT  # type: ignore[arg-type]
+    assert admission.admit(txn, "upward", "2000", genuine, rate, accept_all).verdict is Verdict.ACCEPT
     for _ in range(20):
         for raw in [*hostile, genuine]:
-            result = admission.admit(txn, "upward", "2000", raw, rate, refuse)  # type: ignore[arg-type]
+            result = admission.admit(txn, "upward", "2000", raw, rate, refuse)
             assert result.verdict is not Verdict.ACCEPT and result.reason != "BadFormat"
     for seqno in range(5, 10):
-        admission.admit(txn, "upward", "2000", COLLATOR.sign(UPWARD, seqno, b"m").encode(),  # type: ignore[arg-type]
+        admission.admit(txn, "upward", "2000", COLLATOR.sign(UPWARD, seqno, b"m").encode(),
                             RateCounter(), refuse)
-    assert penalty(txn, PENALTIES, "upward", "2000", 1) == 0  # type: ignore[arg-type]
-    after = admission.admit(txn, "upward", "2000", COLLATOR.sign(UPWARD, 100, b"m").encode(), rate, accept_all)  # type: ignore[arg-type]
+    assert penalty(txn, PENALTIES, "upward", "2000", 1) == 0
+    after = admission.admit(txn, "upward", "2000", COLLATOR.sign(UPWARD, 100, b"m").encode(), rate, accept_all)
     assert after.verdict is Verdict.ACCEPT
 
 
