@@ -35,7 +35,7 @@ ADAPTIVE = "adaptive:"
 """Prefix of a scenario run on an adaptive-page backend (``single_page_bytes``)."""
 
 
-class ContractProcessor(StatefulProcessor):  # type: ignore[misc]
+class ContractProcessor(StatefulProcessor):
     """Runs the scenario named by the grouping key against the key's own SparkStateBackend."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
@@ -79,7 +79,7 @@ class ContractProcessor(StatefulProcessor):  # type: ignore[misc]
         """Nothing to release."""
 
 
-class PersistenceProcessor(StatefulProcessor):  # type: ignore[misc]
+class PersistenceProcessor(StatefulProcessor):
     """Batch 1 writes for key "p"; batch 2 reads it back through a fresh backend and transaction."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
