@@ -56,8 +56,9 @@ def blocks(settings: Settings, realm: str) -> list[tuple[int, int, tuple[tuple[s
     return [(h.number, h.session_index, h.manifest) for h in headers]
 
 
-def author(settings: Settings, realm: str, **options: bool) -> BlockAuthor:
-    started = BlockAuthor(settings, realm, AUTHOR, limits=LIMITS, session_every=4, **options)
+def author(settings: Settings, realm: str, *, use_snapshot: bool = True, accept_input_loss: bool = False) -> BlockAuthor:
+    started = BlockAuthor(settings, realm, AUTHOR, limits=LIMITS, session_every=4, use_snapshot=use_snapshot,
+                          accept_input_loss=accept_input_loss)
     started.start(genesis_timeout=20)
     return started
 
