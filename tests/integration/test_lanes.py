@@ -51,7 +51,11 @@ def test_a_restart_with_other_shuffle_partitions_keeps_every_subscribers_state(
     assert recorded_partitions(settings.checkpoint_dir / "subscribers") == settings.shuffle_partitions == 2
 
     one = spark.createDataFrame([("polkadot", "3000")], "realm string, subscriber string")
-    lanes = {p: one.select(lane_column(p)).first()[0] for p in (2, 4)}
+    lanes = {}
+    for p in (2, 4):
+        row = one.select(lane_column(p)).first()
+        assert row is not None
+        lanes[p] = row[0]
     assert lanes[2] != lanes[4]  # so lanes for the session's 4 partitions would give subscriber 3000 a new state key
 
     produce(settings, records[half:])
