@@ -149,10 +149,16 @@ def test_follow_shows_each_update_once_and_stops_on_sigint(kafka_settings: Setti
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True).start()
+
+    def pump() -> None:
+        for line in process.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
 
     def take(count: int) -> list[str]:
-        got, deadline = [], time.monotonic() + 60
+        got: list[str] = []
+        deadline = time.monotonic() + 60
         while len(got) < count:
             try:
                 got.append(lines.get(timeout=max(0.0, deadline - time.monotonic())))
