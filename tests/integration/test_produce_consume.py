@@ -83,7 +83,7 @@ def test_an_example_log_lands_on_its_input_topics_in_line_order(kafka_settings: 
     rejected = read_outputs(kafka_settings, [f"{realm}.rejected"])
     assert rejected == ingest_rejections(lines, realm) and len(rejected) == 1
 
-    admin = AdminClient(kafka_settings.kafka_client_config())
+    admin = AdminClient({**kafka_settings.kafka_client_config()})
     metadata = admin.list_topics(timeout=10).topics
     assert all(len(metadata[name].partitions) == 1 for name in input_topics(realm))
     assert all(f"{realm}.{name}" in metadata for name in (*OUTPUTS, "relay-views"))
@@ -100,7 +100,7 @@ def test_unroutable_lines_become_the_simulators_rejections(
     realm = fresh_realm()
     text_lines = ['{"topic": ', '{"key": "k", "value": {}}', f'{{"topic": "{realm}.nope", "key": "k", "value": 1}}',
                   '"just a string"', "", f'{{"topic": "{realm}.upward", "key": "2000", "value": {{"x": 1}}}}',
-                  f'{{"topic": "nodot", "key": 7, "value": 1}}']
+                  '{"topic": "nodot", "key": 7, "value": 1}']
     not_utf8 = f'{{"topic": "{realm}.upward", "key": "\xff", "value": "a"}}'.encode("latin-1")
     log = tmp_path / "bad.jsonl"
     log.write_bytes(b"\n".join([*(line.encode() for line in text_lines), not_utf8, b"   "]) + b"\n")
