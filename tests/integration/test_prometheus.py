@@ -160,8 +160,8 @@ def test_prometheus_scrapes_the_live_job_and_answers_relay_height_and_lag(
         lines_out = status.stdout.splitlines()
         assert f"relay height      {height}" in lines_out and f"author height     {height}" in lines_out
         assert "blocks waiting    0" in lines_out
-        lag = next(line for line in lines_out if line.startswith("input lag"))
-        assert f"{realm}.blocks/0 0" in lag and f"{realm}.upward/0 0" in lag, lag
+        lag_line = next(line for line in lines_out if line.startswith("input lag"))
+        assert f"{realm}.blocks/0 0" in lag_line and f"{realm}.upward/0 0" in lag_line, lag_line
         assert any(line.startswith("PoV 3000") for line in lines_out), status.stdout
     finally:
         job.send_signal(signal.SIGTERM)
