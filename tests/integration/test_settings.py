@@ -98,6 +98,7 @@ def test_the_jvm_compiler_setting_reaches_the_driver_and_the_executors() -> None
 @pytest.mark.spark
 def test_the_running_jvm_compiles_with_c1_only(spark: SparkSession) -> None:
     jvm = spark.sparkContext._jvm
+    assert jvm is not None
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert "-XX:TieredStopAtLevel=1" in arguments
 
@@ -145,7 +146,7 @@ def test_every_client_reconnects_with_a_short_first_backoff() -> None:
     configs = {"admin": settings.kafka_client_config(), "producer": producer_config(settings),
                "consumer": consumer_config(settings, "group"), "writer": writer_config(settings)}
     assert {name: config["reconnect.backoff.ms"] for name, config in configs.items()} == dict.fromkeys(configs, "10")
-    AdminClient(configs["admin"])
+    AdminClient({**configs["admin"]})
     Producer(configs["producer"]).flush(0)
     Producer(configs["writer"]).flush(0)
     Consumer(configs["consumer"]).close()
@@ -156,6 +157,7 @@ def test_checkpoint_files_go_through_the_file_system_api(spark: SparkSession, tm
     """The manager Spark resolves for a checkpoint folder (offset and commit logs, state changelogs) is the
     FileSystem-based one: FileContext's local rename starts a readlink process per path it checks."""
     jvm = spark.sparkContext._jvm
+    assert jvm is not None
     hadoop_conf = spark._jsparkSession.sessionState().newHadoopConf()
     path = jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri())
     manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(path, hadoop_conf)
@@ -171,6 +173,7 @@ def test_local_files_get_their_permissions_through_the_projects_file_system(spar
     from streaming.spark_session import LOCAL_FILE_SYSTEM
 
     jvm = spark.sparkContext._jvm
+    assert jvm is not None
     fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(tmp_path.as_uri()),
                                                  spark._jsparkSession.sessionState().newHadoopConf())
     assert fs.getClass().getName() == LOCAL_FILE_SYSTEM
