@@ -13,6 +13,7 @@ from pubsub_core.router.calls import (
     HorizontalRecord,
     InitOpenChannel,
     MalformedRouterInput,
+    RouterCall,
     ScheduleParaCleanup,
     SendDownward,
     decode_router_call,
@@ -111,7 +112,7 @@ def test_relay_router_rejects_bad_horizontal_records_and_calls_by_type() -> None
 
 
 def test_router_calls_round_trip_and_reject_garbage() -> None:
-    calls = [
+    calls: list[RouterCall] = [
         InitOpenChannel(2001, 4, 64),
         AcceptOpenChannel(2000),
         CloseChannel(HrmpChannelId(2000, 2001)),
