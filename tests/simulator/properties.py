@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
@@ -86,14 +87,14 @@ def parse_log(lines: list[str], refused: frozenset[str] | set[str] = frozenset()
     return parsed
 
 
-def outputs_by_topic(outputs: list[dict[str, object]]) -> dict[str, list[dict[str, object]]]:
-    grouped: dict[str, list[dict[str, object]]] = {}
+def outputs_by_topic(outputs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
     for output in outputs:
         grouped.setdefault(str(output["topic"]).rpartition(".")[2], []).append(output)
     return grouped
 
 
-def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
+def check_outcomes(lines: list[str], outputs: list[dict[str, Any]]) -> None:
     """Every input line ends in exactly one outcome: applied (in a sealed block and not refused there), or one
     record on ``rejected``; every block line is sealed or rejected, or is a void order that took effect (its
     ``Voided`` health record); a voided position has one ``Voided`` outcome and no record of the log applied
@@ -102,13 +103,13 @@ def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
     topics = outputs_by_topic(outputs)
     rejected = {str(o["id"]): o["value"] for o in topics.get("rejected", [])}
     assert len(rejected) == len(topics.get("rejected", [])), "an id repeats on rejected"
-    voided = {str(v["record"]) for i, v in rejected.items()  # type: ignore[index]
-              if i.startswith("outcome/") and v["reason"] == "Voided"}  # type: ignore[index]
-    refused = Counter(str(v["record"]) for i, v in rejected.items()  # type: ignore[index]
-                      if i.startswith("outcome/") and str(v["record"]) not in voided)  # type: ignore[index]
-    void_orders = {str(o["value"]["void_record"]) for o in topics.get("health", [])  # type: ignore[index]
-                   if o["value"]["kind"] == "Voided"}  # type: ignore[index]
-    seals = {int(o["value"]["number"]): o["value"] for o in topics.get("seals", [])}  # type: ignore[index]
+    voided = {str(v["record"]) for i, v in rejected.items()
+              if i.startswith("outcome/") and v["reason"] == "Voided"}
+    refused = Counter(str(v["record"]) for i, v in rejected.items()
+                      if i.startswith("outcome/") and str(v["record"]) not in voided)
+    void_orders = {str(o["value"]["void_record"]) for o in topics.get("health", [])
+                   if o["value"]["kind"] == "Voided"}
+    seals = {int(o["value"]["number"]): o["value"] for o in topics.get("seals", [])}
     accounted = {f"outcome/{record_id}" for record_id in voided}
     sealed: dict[int, BlockHeader] = {}
     for log_id, header in parsed.blocks:
@@ -133,8 +134,8 @@ def check_outcomes(lines: list[str], outputs: list[dict[str, object]]) -> None:
             last[(stream, origin)] = max(last.get((stream, origin), -1), upto)
         seal = seals[number]
         filled = sum(1 for record_id, n in included.items() if n == number and record_id not in voided)
-        assert seal["applied"] == filled - refused_here  # type: ignore[index]
-        assert seal["rejected"] + seal["ignored"] == refused_here  # type: ignore[index]
+        assert seal["applied"] == filled - refused_here
+        assert seal["rejected"] + seal["ignored"] == refused_here
     refused_genesis = {f"ingest/{log_id}" for log_id in parsed.genesis} & set(rejected)
     assert len(parsed.genesis) - len(refused_genesis) <= 1, "a realm took two genesis records"
     accounted |= refused_genesis
@@ -163,7 +164,7 @@ def _publishes(record: InputRecord) -> tuple[int, bytes, list[Publish]] | None:
     return int(record.origin), blake2_256(envelope.data), [i for i in message.instructions if isinstance(i, Publish)]
 
 
-def expected_states(lines: list[str], outputs: list[dict[str, object]]) -> dict[int, State]:
+def expected_states(lines: list[str], outputs: list[dict[str, Any]]) -> dict[int, State]:
     """The publishers' state after each sealed block, replayed from the log's Publish instructions in the order
     the relay executed the messages, with TTL expiry computed here (and checked against the KeyExpired events)."""
     parsed = parse_log(lines, {str(o["id"]) for o in outputs_by_topic(outputs).get("rejected", [])})
@@ -201,14 +202,14 @@ def expected_states(lines: list[str], outputs: list[dict[str, object]]) -> dict[
     return states
 
 
-def subscriptions_in_force(lines: list[str], outputs: list[dict[str, object]]) -> dict[int, dict[int, dict[int, set[bytes]]]]:
+def subscriptions_in_force(lines: list[str], outputs: list[dict[str, Any]]) -> dict[int, dict[int, dict[int, set[bytes]]]]:
     """Per subscriber, per block: the keys it follows while processing that block (declared in earlier blocks)."""
     topics = outputs_by_topic(outputs)
-    refused = {str(o["value"]["record"]) for o in topics.get("rejected", [])}  # type: ignore[index]
+    refused = {str(o["value"]["record"]) for o in topics.get("rejected", [])}
     rejected_ids = {str(o["id"]) for o in topics.get("rejected", [])}
     parsed = parse_log(lines, rejected_ids)
-    failed = {str(o["value"]["record"]) for o in topics.get("events", []) if o["value"].get("kind") == "CallFailed"}  # type: ignore[union-attr]
-    seals = sorted(int(o["value"]["number"]) for o in topics.get("seals", []))  # type: ignore[index]
+    failed = {str(o["value"]["record"]) for o in topics.get("events", []) if o["value"].get("kind") == "CallFailed"}
+    seals = sorted(int(o["value"]["number"]) for o in topics.get("seals", []))
     headers = {h.number: h for log_id, h in parsed.blocks
                if h is not None and h.number in seals and f"block/{log_id}" not in rejected_ids}
     declared: dict[int, dict[int, set[bytes]]] = {}
@@ -234,12 +235,11 @@ def subscriptions_in_force(lines: list[str], outputs: list[dict[str, object]]) -
     return in_force
 
 
-def check_subscribers(lines: list[str], outputs: list[dict[str, object]]) -> int:
+def check_subscribers(lines: list[str], outputs: list[dict[str, Any]]) -> int:
     """Convergence, no stale value, no double delivery, budget: after every block a subscriber completes, its
     delivered values equal the publishers' state for the keys it follows. Returns the comparisons made."""
     states = expected_states(lines, outputs)
     in_force = subscriptions_in_force(lines, outputs)
-    topics = outputs_by_topic(outputs)
     delivered: dict[int, State] = {}
     seen: set[tuple[int, int, str, str, str]] = set()
     compared = 0
