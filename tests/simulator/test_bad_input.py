@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,25 +47,25 @@ def builder() -> LogBuilder:
     return log
 
 
-def run(lines: list[str], config: ProtocolConfig | None = None) -> list[dict[str, object]]:
+def run(lines: list[str], config: ProtocolConfig | None = None) -> list[dict[str, Any]]:
     outputs = [json.loads(record.to_line()) for record in simulate(lines, config)]
     check_outcomes(lines, outputs)
     return outputs
 
 
-def rejected(outputs: list[dict[str, object]]) -> dict[str, tuple[str, str]]:
+def rejected(outputs: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
     """record -> (status, reason) of everything on ``rejected``."""
-    return {str(o["value"]["record"]): (str(o["value"]["status"]), str(o["value"]["reason"]))  # type: ignore[index]
+    return {str(o["value"]["record"]): (str(o["value"]["status"]), str(o["value"]["reason"]))
             for o in outputs if str(o["topic"]).endswith(".rejected")}
 
 
-def relay_events(outputs: list[dict[str, object]]) -> list[dict[str, object]]:
-    return [o["value"]["event"] for o in outputs if o["key"] == "relay" and "event" in o["value"]]  # type: ignore[index,operator]
+def relay_events(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o["value"]["event"] for o in outputs if o["key"] == "relay" and "event" in o["value"]]
 
 
-def ingest_reasons(outputs: list[dict[str, object]]) -> list[tuple[str, str]]:
+def ingest_reasons(outputs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """(status, reason) of every line refused when it arrived, sorted."""
-    return sorted((str(o["value"]["status"]), str(o["value"]["reason"]))  # type: ignore[index]
+    return sorted((str(o["value"]["status"]), str(o["value"]["reason"]))
                   for o in outputs if str(o["id"]).startswith("ingest/"))
 
 
@@ -118,7 +119,7 @@ def test_a_block_waits_for_its_records_and_missing_ones_are_reported_at_the_end(
     # Blocks first: block 1 waits for upward/1000/0, block 2 for /1; the third record is never included.
     lines = [genesis, block1, block2, log.lines[1], log.lines[3], log.lines[5]]
     outputs = run(lines)
-    assert [o["value"]["number"] for o in outputs if str(o["topic"]).endswith(".seals")] == [1, 2]  # type: ignore[index]
+    assert [o["value"]["number"] for o in outputs if str(o["topic"]).endswith(".seals")] == [1, 2]
     assert rejected(outputs) == {late.record_id: ("rejected", "NeverIncluded")}
     assert first.record_id != second.record_id
     # Without the record a block needs, the block (and everything after it) never applies.
@@ -141,7 +142,7 @@ def test_blocks_that_do_not_extend_the_chain_or_are_not_signed_are_rejected() ->
     got = rejected(outputs)
     assert got[unsigned.record_id] == ("rejected", "NotMember")
     assert got[out_of_order.record_id] == ("ignored", "Duplicate")  # its replay; the first copy is below
-    everything = sorted((str(o["value"]["status"]), str(o["value"]["reason"]))  # type: ignore[index]
+    everything = sorted((str(o["value"]["status"]), str(o["value"]["reason"]))
                         for o in outputs if str(o["topic"]).endswith(".rejected"))
     assert everything == sorted([("rejected", "BlockOrderError"), ("rejected", "NotMember"),
                                  ("ignored", "Duplicate"), ("rejected", "GenesisTooLate")])
@@ -183,9 +184,9 @@ def test_a_flooding_para_is_throttled_across_blocks_and_a_quiet_one_is_not() -> 
         log.publish(UNREGISTERED, COLLATORS[UNREGISTERED], [(key, b"x", 0)])
         log.block()
     refused: dict[int, list[str]] = {}
-    for record, (status, reason) in rejected(run(log.lines, config)).items():
-        assert record in sent and status == "rejected", (record, reason)
-        refused.setdefault(sent[record], []).append(reason)
+    for record_id, (status, reason) in rejected(run(log.lines, config)).items():
+        assert record_id in sent and status == "rejected", (record_id, reason)
+        refused.setdefault(sent[record_id], []).append(reason)
     # Block 1: the third record is RateLimited (15 points). Block 2: 14 points, so again RateLimited (29).
     # Block 3: 28 points, throttled: the second and third are Throttled (capped at 30). Ten quiet blocks later
     # (block 14: 19 points) the full quota is back.
@@ -228,18 +229,18 @@ def test_subscriber_calls_that_cannot_apply_are_call_failed_events(admin_origin:
     assert config.subscriber.admin_origin is admin_origin
     outputs = run(log.lines, config)
     assert rejected(outputs) == {record: ("rejected", "Malformed") for record in malformed}
-    failed = [(o["key"], o["value"]["block"], o["value"]["reason"])  # type: ignore[index]
-              for o in outputs if o["value"].get("kind") == "CallFailed"]  # type: ignore[union-attr]
+    failed = [(o["key"], o["value"]["block"], o["value"]["reason"])
+              for o in outputs if o["value"].get("kind") == "CallFailed"]
     by_subscriber = ([("3000", 2, "PublisherNotDisabledError")] if admin_origin is AdminOrigin.GOVERNANCE_OR_SUBSCRIBER
                      else [("3000", 2, "BadOrigin"), ("3000", 2, "BadOrigin")])
     assert failed == [("relay", 1, "BadOrigin"),  # root cannot set a subscriber's subscriptions
                       *by_subscriber,
                       ("relay", 3, "BadOrigin"),  # a para cannot make a governance call
                       ("3000", 3, "PublisherNotDisabledError"), ("3000", 3, "NoCachedNodesError")]
-    cleared = [o["value"]["relay_block_number"] for o in outputs  # type: ignore[index]
-               if o["key"] == "3000" and o["value"].get("kind") == "PublisherCacheCleared"]  # type: ignore[union-attr]
+    cleared = [o["value"]["relay_block_number"] for o in outputs
+               if o["key"] == "3000" and o["value"].get("kind") == "PublisherCacheCleared"]
     assert cleared == ([2, 3] if admin_origin is AdminOrigin.GOVERNANCE_OR_SUBSCRIBER else [3])
-    assert [unhex_0x(o["value"]["value"]) for o in outputs if str(o["topic"]).endswith(".updates")][:1] == [b"v"]  # type: ignore[index]
+    assert [unhex_0x(o["value"]["value"]) for o in outputs if str(o["topic"]).endswith(".updates")][:1] == [b"v"]
 
 
 def test_governance_calls_decode_and_address_their_subscriber() -> None:
@@ -310,6 +311,7 @@ def test_config_sections_apply_and_unknown_keys_are_refused() -> None:
     log.block()
     config = ProtocolConfig.from_json({"admission": {"max_messages_per_block": 1}})
     assert sorted(rejected(run(log.lines, config)).values()) == [("rejected", "RateLimited")]
+    bad: object
     for bad in ({"admission": {"nope": 1}}, {"subscriber": {"db_read": 5}}, {"admission": {"realm": "x"}}, {"subscriber": {"pov_percent": 101}},
                 {"subscriber": {"admin_origin": "anyone"}}, {"subscriber": {"admin_origin": 1}}, {"colour": "blue"}, []):
         try:
