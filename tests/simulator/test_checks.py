@@ -6,16 +6,17 @@ import copy
 import json
 
 import pytest
+from typing import Any
 
 from tests.simulator.properties import check_outcomes, check_subscribers
 from tests.simulator.test_examples import example, parsed_outputs
 
 
-def small() -> tuple[list[str], list[dict[str, object]]]:
+def small() -> tuple[list[str], list[dict[str, Any]]]:
     return example("small.jsonl"), copy.deepcopy(parsed_outputs("small.jsonl"))
 
 
-def first(outputs: list[dict[str, object]], kind: str) -> int:
+def first(outputs: list[dict[str, Any]], kind: str) -> int:
     return next(i for i, o in enumerate(outputs) if str(o["topic"]).endswith("." + kind))
 
 
@@ -34,7 +35,7 @@ def test_a_lost_rejection_is_caught() -> None:
 
 def test_a_wrong_applied_count_is_caught() -> None:
     lines, outputs = small()
-    outputs[first(outputs, "seals")]["value"]["applied"] += 1  # type: ignore[index,operator]
+    outputs[first(outputs, "seals")]["value"]["applied"] += 1
     with pytest.raises(AssertionError):
         check_outcomes(lines, outputs)
 
@@ -48,7 +49,7 @@ def test_a_missed_update_is_caught() -> None:
 
 def test_a_stale_value_is_caught() -> None:
     lines, outputs = small()
-    outputs[first(outputs, "updates")]["value"]["value"] = "0x00"  # type: ignore[index]
+    outputs[first(outputs, "updates")]["value"]["value"] = "0x00"
     with pytest.raises(AssertionError):
         check_subscribers(lines, outputs)
 
@@ -64,6 +65,6 @@ def test_a_repeated_delivery_is_caught() -> None:
 def test_a_proof_over_budget_is_caught() -> None:
     lines, outputs = small()
     pov = outputs[first(outputs, "pov")]["value"]
-    pov["proof_bytes"] = pov["budget"]["pubsub"] + 1  # type: ignore[index]
+    pov["proof_bytes"] = pov["budget"]["pubsub"] + 1
     with pytest.raises(AssertionError):
         check_subscribers(lines, outputs)
