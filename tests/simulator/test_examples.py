@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from typing import Any
 
 from producers.workload import WorkloadSpec, generate, minimal_example, stalled_example
 from pubsub_core.codec.hexjson import unhex_0x
@@ -43,7 +44,7 @@ def simulated(name: str) -> tuple[str, ...]:
     return tuple(run(example(name)))
 
 
-def parsed_outputs(name: str) -> list[dict[str, object]]:
+def parsed_outputs(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in simulated(name)]
 
 
@@ -149,8 +150,8 @@ def _split(lines: list[str]) -> tuple[list[str], list[str], list[str]]:
             return str(json.loads(line)["topic"]).rpartition(".")[2]
         except (ValueError, KeyError, TypeError):
             return "?"
-    return ([l for l in lines if stream(l) == "genesis"], [l for l in lines if stream(l) == "blocks"],
-            [l for l in lines if stream(l) not in ("genesis", "blocks")])
+    return ([line for line in lines if stream(line) == "genesis"], [line for line in lines if stream(line) == "blocks"],
+            [line for line in lines if stream(line) not in ("genesis", "blocks")])
 
 
 def _topic(line: str) -> str:
