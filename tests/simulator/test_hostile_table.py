@@ -30,10 +30,10 @@ def test_a_subscription_to_ten_thousand_keys_is_refused_or_bounded() -> None:
     log.block()
     outputs = run(log.lines)
     assert rejected(outputs) == {one.record_id: ("rejected", "Malformed")}
-    assert not [o for o in outputs if o["value"].get("kind") == "CallFailed"]  # type: ignore[union-attr]
+    assert not [o for o in outputs if o["value"].get("kind") == "CallFailed"]
     povs = [o["value"] for o in outputs if str(o["topic"]).endswith(".pov")]
     assert len(povs) == 3
-    assert all(int(p["proof_bytes"]) <= int(p["budget"]["remaining"]) for p in povs)  # type: ignore[index]
+    assert all(int(p["proof_bytes"]) <= int(p["budget"]["remaining"]) for p in povs)
     updates = [o for o in outputs if str(o["topic"]).endswith(".updates")]
     assert len(updates) == 16
 
@@ -72,11 +72,11 @@ def test_a_subscriber_call_from_another_para() -> None:
     log.block()
     outputs = run(log.lines)
     assert forged.record_id not in rejected(outputs)  # refused on arrival, it never took the position
-    arrivals = [(o["value"]["status"], o["value"]["reason"]) for o in outputs  # type: ignore[index]
+    arrivals = [(o["value"]["status"], o["value"]["reason"]) for o in outputs
                 if str(o["id"]).startswith("ingest/")]
     assert arrivals == [("rejected", "NotMember")]
-    failed = [(o["key"], o["value"]["reason"]) for o in outputs  # type: ignore[index]
-              if o["value"].get("kind") == "CallFailed"]  # type: ignore[union-attr]
+    failed = [(o["key"], o["value"]["reason"]) for o in outputs
+              if o["value"].get("kind") == "CallFailed"]
     assert failed == [("relay", "BadOrigin")]
     assert not [o for o in outputs if o["key"] == str(SUBSCRIBER) and str(o["topic"]).endswith(".events")]
 
@@ -93,4 +93,4 @@ def test_a_manifest_naming_records_that_never_arrive_even_at_position_two_to_the
     outputs = run(log.lines)
     got = rejected(outputs)
     assert got[hostile.record_id] == ("rejected", "MissingRecords")
-    assert [o["value"]["number"] for o in outputs if str(o["topic"]).endswith(".seals")] == [1]  # type: ignore[index]
+    assert [o["value"]["number"] for o in outputs if str(o["topic"]).endswith(".seals")] == [1]
