@@ -49,6 +49,7 @@ def test_stage_r_events_carry_text_equal_to_their_canonical_json() -> None:
     events = [r for r in simulate(lines) if r.topic.endswith(".events") and r.key == "relay" and r.value_text]
     assert len(events) > 10
     for record in events:
+        assert record.value_text is not None
         assert record.value_text == canonical_json(json.loads(record.value_text))  # canonical
         assert json.loads(record.value_text) == dict(record.value)
         assert record.to_line() == canonical_json(record.to_json())
