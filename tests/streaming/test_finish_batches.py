@@ -4,6 +4,7 @@ running (a newer progress entry) or gone idle, and gives up after the grace peri
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +47,8 @@ class ScriptedQuery:
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """A clock that moves only when the wait sleeps."""
     now = [50.0]
-    monkeypatch.setattr(job.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(job.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
     return now
 
 
