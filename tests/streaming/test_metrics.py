@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -13,7 +14,7 @@ from settings.errors import SettingsError
 from settings.settings import Settings, load_settings
 from streaming.metrics import JobMetrics, checkpoint_bytes, partition_lag
 
-PROGRESS = {
+PROGRESS: dict[str, Any] = {
     "batchId": 7,
     "numInputRows": 12,
     "durationMs": {"triggerExecution": 1250, "addBatch": 900},
@@ -37,7 +38,8 @@ def test_lag_is_per_partition_between_the_batch_end_and_the_newest_offset() -> N
 
 
 def test_lag_reads_offsets_already_parsed_and_ignores_what_is_not_offsets() -> None:
-    sources = [{"endOffset": {"t": {"0": 1}}, "latestOffset": {"t": {"0": 4}}}, {"endOffset": "not json"}]
+    sources: list[dict[str, Any]] = [{"endOffset": {"t": {"0": 1}}, "latestOffset": {"t": {"0": 4}}},
+                                     {"endOffset": "not json"}]
     assert partition_lag(sources) == {("t", 0): 3}
 
 
