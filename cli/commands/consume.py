@@ -25,7 +25,6 @@ from pubsub_core.relay import canonical_json
 from pubsub_core.stages.topics import OUTPUTS, topic
 from settings.settings import Settings
 from supervise.kafka_broker import connect_kafka
-from supervise.kafka_broker import ensure_kafka
 
 
 def register(subparsers: Any) -> None:

@@ -15,7 +15,6 @@ import bisect
 
 from pubsub_core.router.config import RouterConfig
 from pubsub_core.router.events import (
-    HrmpChannelClosed,
     HrmpChannelOpened,
     HrmpOpenChannelDropped,
     HrmpOpenRequestExpired,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from state import StateTransaction
 
 from pubsub_core.broadcaster.balances import Balances
-from pubsub_core.broadcaster.errors import BalancesError, BroadcasterError
+from pubsub_core.broadcaster.errors import BalancesError
 from pubsub_core.broadcaster.events import BroadcasterEvent
 from pubsub_core.broadcaster.pallet import Broadcaster
 from pubsub_core.codec.scale import encode_u32
