@@ -1,6 +1,8 @@
 # Two commands do everything on a fresh machine, and are safe to run again:
 #   make demo   set up, then run the protocol through Kafka and the Spark job on the embedded broker, checked
 #   make test   set up, then run the whole test suite (Kafka and Spark tests included)
+# The inner loop while editing: `make check` (lint, strict mypy over the code and the tests, and the tests that
+# need neither Kafka nor Spark).
 # `make setup` alone creates .venv (pip install -e '.[dev]'), compiles the protocol with mypyc (`make native`,
 # redone when a protocol source changes) and fetches the JVM jars with Maven into jvm/lib/.
 
@@ -18,7 +20,7 @@ LOCAL_FS_SOURCES := $(shell find jvm/local-fs/src -name '*.java' 2>/dev/null)
 LOCAL_FS_JAR := jvm/lib/local-fs/pubsub-local-fs.jar
 PYTEST_ARGS ?=
 
-.PHONY: setup native demo test typecheck broker-stop clean-runtime check-tools
+.PHONY: setup native demo test check lint typecheck broker-stop clean-runtime check-tools
 
 setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR)
 native: $(NATIVE_STAMP)
@@ -81,9 +83,21 @@ test: setup
 	$(MAKE) --no-print-directory typecheck
 
 # Strict mypy over every package (pyproject.toml's [tool.mypy]): pubsub_core, state, settings, streaming, producers,
-# supervise, cli and benchmarks; not tests/.
+# supervise, cli, benchmarks and tests.
 typecheck: setup
 	$(PY) -m mypy
+
+# The inner loop: lint, strict mypy, then the tests without Kafka, Spark or a cluster and without the few slow
+# ones (marker `slow`), on the protocol's source (PUBSUB_PURE_PYTHON=1): no broker, no Spark session, no compiled
+# build to redo after an edit, so tests/native (the builds themselves) is left out too. `make test` runs them all.
+check: $(PY_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR)
+	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
+	PUBSUB_PURE_PYTHON=1 $(PY) -m pytest tests -q -p no:cacheprovider --ignore=tests/native \
+	  -m "not kafka and not spark and not cluster and not slow" $(PYTEST_ARGS)
+
+lint: $(PY_STAMP)
+	$(VENV)/bin/ruff check .
 
 broker-stop: | $(PY)
 	$(VENV)/bin/pubsub broker stop

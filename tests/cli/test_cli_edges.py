@@ -206,6 +206,7 @@ def test_usage_errors_exit_2_with_the_commands_own_usage() -> None:
     assert "--fresh goes with" in one_line_error(pubsub("broker", "status", "--fresh"), 2)
 
 
+@pytest.mark.slow
 def test_version_and_help() -> None:
     version = pubsub("--version")
     assert version.returncode == 0 and version.stdout.startswith("pubsub 0.")

@@ -163,6 +163,7 @@ def test_every_package_the_project_installs_is_copied(replay: tuple[Path, list[t
     assert not list(app.rglob("*.so")) and not (app / "jvm" / "lib").exists()  # nothing built on the host
 
 
+@pytest.mark.slow
 def test_the_jars_the_job_and_the_broker_require_come_out_of_the_make_steps(
     replay: tuple[Path, list[tuple[list[str], str]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,12 +8,15 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from benchmarks.reliability.fuzz import BUILDERS, campaign, inputs, target
 
 INPUTS = 20_000
 SEED = 12
 
 
+@pytest.mark.slow
 def test_twenty_thousand_inputs_end_accepted_or_typed(tmp_path: Path) -> None:
     stats = campaign(list(BUILDERS), INPUTS, SEED, regressions=tmp_path)
     assert sum(s.inputs for s in stats.values()) == INPUTS

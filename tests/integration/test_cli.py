@@ -26,6 +26,7 @@ def test_the_top_level_help_lists_every_command() -> None:
     assert all(module.startswith("cli.commands.") for module in COMMAND_MODULES)
 
 
+@pytest.mark.slow
 def test_an_unreachable_kafka_is_a_one_line_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["consume", "--bootstrap", "127.0.0.1:1"]) == 1
     err = capsys.readouterr().err

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from rich.console import Console
 
 from benchmarks import progress_bench
@@ -15,6 +16,8 @@ from streaming.job import BatchReport, JobSummary, _Follower, new_progress, ran
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
 
 
 def _batches_run(query: Any, at_least: int) -> None:

@@ -49,6 +49,7 @@ def test_no_endpoint_is_a_typed_error_naming_where() -> None:
         from_metrics(url, "r")
 
 
+@pytest.mark.slow
 def test_topics_that_cannot_be_read_are_a_typed_error_naming_the_broker_and_the_topics() -> None:
     bootstrap = f"127.0.0.1:{free_port()}"
     with pytest.raises(StatusUnavailable, match=f"Kafka at {bootstrap}") as raised:
