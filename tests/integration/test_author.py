@@ -22,7 +22,7 @@ import pytest
 
 from confluent_kafka import Producer
 
-from producers.transport.kafka_io import ProducedRecord, produce, read_topic, route_event_log
+from producers.transport.kafka_io import produce, read_topic, route_event_log
 from producers.transport.topics import ensure_realm_topics, producer_config
 from producers.workload import LogBuilder, WorkloadSpec, generate, signer
 from producers.writers.author import AuthorFenced, BlockAuthor, transactional_id
