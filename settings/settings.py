@@ -38,8 +38,9 @@ fresh MANIFEST); ``every-commit``: Spark's ``stateStore.unloadOnCommit`` (a relo
 RECONNECT_BACKOFF_MS = 10
 """librdkafka's first reconnect backoff (default 100 ms). A new client's first request, when it comes before the
 bootstrap connection's handshake is done, waits out librdkafka's connection throttle, half this backoff: a new
-admin client's first ``list_topics`` took 55-58 ms on loopback, 16-19 ms with 10 (the job makes two before its
-queries start). Later reconnects still back off exponentially up to ``reconnect.backoff.max.ms`` (10 s)."""
+admin client's first ``list_topics`` waits several times longer with the default (docs/benchmarks.md,
+"Measured code choices"), and the job makes two before its queries start. Later reconnects still back off
+exponentially up to ``reconnect.backoff.max.ms`` (10 s)."""
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 Apart from the operators so that unpickling a processor loads no protocol: Spark 4.2 does that at every query start
 on the driver, in a fresh Python process that only calls ``init`` to learn the state variables (the pre-init
 worker), and the protocol's modules (``streaming.operators`` and what it imports, ``ProtocolConfig``'s package
-among them) took 110-170 ms of that worker's 0.45-0.55 s (0.23-0.35 s without them). A processor carries its config
-pickled and imports the operators with its first rows.
+among them) were a large part of that worker's start (docs/benchmarks.md, "Measured code choices"). A
+processor carries its config pickled and imports the operators with its first rows.
 """
 
 from __future__ import annotations

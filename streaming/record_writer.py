@@ -2,10 +2,8 @@
 Kafka sink, and hands Spark only a count per topic (``streaming.operators.BatchSummary``).
 
 Why: through Spark's sink every record crossed from the Python worker to the JVM as Arrow, became a row and was
-sent by Spark's Java producer (the JVM's sink and producer threads were about 20% of its profile), on two cores
-that the protocol needs. With librdkafka in the worker, interleaved in one JVM (3 pairs each): a run's CPU
-7.25 -> 6.46 s and the job 5.64 -> 5.06 s available-now; the live job 10.4 -> 8.0 CPU s and 5.21 -> 4.34 s end to
-end (docs/benchmarks.md, "Measured defaults").
+sent by Spark's Java producer, on two cores that the protocol needs; with librdkafka in the worker the job
+uses less CPU and ends sooner (docs/benchmarks.md, "Measured defaults").
 
 The guarantees are the sink's: records reach Kafka before the batch commits (``flush`` waits for every delivery
 and raises if one failed, which fails the task, so the batch is run again: at least once), in order per partition

@@ -115,8 +115,8 @@ def _decode_u32_list(data: bytes) -> list[int]:
 
 
 def _decode_bytes_list(data: bytes) -> list[bytes]:
-    """``Vec<Vec<u8>>`` (an upward queue) with offsets instead of a reader call per length and per message (10
-    messages: 5.3 -> 3.9 us); anything malformed goes through the reader, for its error."""
+    """``Vec<Vec<u8>>`` (an upward queue) with offsets instead of a reader call per length and per message
+    (docs/benchmarks.md, "Measured code choices"); anything malformed goes through the reader, for its error."""
     count, offset = decode_compact(data, 0)
     items: list[bytes] = []
     for _ in range(count):

@@ -5,9 +5,8 @@
 
 ``meta`` is the canonical JSON of the view without its nodes (``RelayView.to_json`` with ``nodes: []``); the
 integers are big-endian. Binary rather than JSON because the nodes are nearly all of a view: as raw bytes they are
-half their hex size (16.3 -> 8 MB of seam values on the standard workload), and every byte crosses the worker, the
-broker, Spark's Kafka source, its shuffle and Arrow; five interleaved pairs in one JVM: the job 4.97 -> 4.50 s,
-its CPU 7.39 -> 6.52 s at the median (docs/benchmarks.md, "Measured defaults").
+half their hex size, and every byte crosses the worker, the broker, Spark's Kafka source, its shuffle and Arrow
+(docs/benchmarks.md, "Measured defaults").
 """
 
 from __future__ import annotations
