@@ -111,15 +111,6 @@ def test_a_connection_that_cannot_work_is_refused_with_its_setting(kwargs: dict[
     assert caught.value.name == setting
 
 
-def test_the_code_in_docs_api_is_taken_from_the_examples_a_test_runs() -> None:
-    repo = Path(__file__).resolve().parents[2]
-    blocks = (repo / "docs" / "api.md").read_text().split("```python\n")[1:]
-    examples = "\n".join(path.read_text() for path in sorted((repo / "examples").glob("api_*.py")))
-    assert len(blocks) == 3
-    for block in blocks:
-        assert block.split("```", 1)[0] in examples
-
-
 NO_BROKER = """
 import json, sys, time
 from producers.client import Client
@@ -153,3 +144,14 @@ def test_without_a_broker_the_client_keeps_its_timeout_and_prints_nothing(call: 
     assert result["error"] is not None and result["error"].startswith("KafkaIOError: ")
     assert "did not answer" in result["error"]
     assert 3.0 <= result["seconds"] < 3.0 + 4.0, result
+
+
+def test_outputs_reads_all_six_output_kinds_by_default_as_the_docs_say() -> None:
+    import inspect
+
+    from pubsub_core.stages.topics import OUTPUTS
+
+    assert inspect.signature(client.Client.outputs).parameters["kinds"].default == OUTPUTS
+    assert "health" in OUTPUTS and len(OUTPUTS) == 6
+    api = " ".join((Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text().split())
+    assert f"all six kinds: {', '.join(OUTPUTS)}" in api
