@@ -161,7 +161,10 @@ def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> Real
     status.records_out = {name: sum(parts.values()) for name, parts in ends.items()
                           if name.rpartition(".")[2] in OUTPUTS}
     if topic(realm, "health") in ends:
-        status.stall = open_stall(realm, _tail(settings, topic(realm, "health")))
+        stall = open_stall(realm, _tail(settings, topic(realm, "health")))
+        # A block the seals show applied is not waiting, whatever a record says (anyone may write to the topic).
+        if stall is not None and (status.relay_height is None or status.relay_height < stall.block):
+            status.stall = stall
     if checkpoint is not None:
         done = checkpoint_offsets(checkpoint / "relay")
         for name, parts in ends.items():

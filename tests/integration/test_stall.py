@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from producers.transport.kafka_io import produce, read_topic
+from producers.transport.kafka_io import ProducedRecord, produce, read_topic
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import is_void
@@ -68,6 +68,14 @@ def test_a_stalled_realm_is_seen_then_the_void_order_unsticks_it_as_in_the_simul
     assert by_topic["polkadot.health"].matched == 3  # Stalled, Resumed, Voided
     assert by_topic["polkadot.rejected"].matched == 2  # the forged copy, the voided position
     assert sum(t.matched for t in result.topics) == sum(t.expected for t in result.topics)
+    # Resumed: `pubsub status` says nothing of a stall, even with a forged Stalled record for a block the seals
+    # show applied (anyone may write to the topic).
+    argv = ["--bootstrap", str(kafka_settings.kafka_bootstrap), "--realm", "polkadot", "--checkpoint",
+            str(tmp_path / "none")]
+    assert "STALLED" not in status_text(argv)
+    forged = {**json.loads(expected["stalled/polkadot.blocks@2"])["value"], "block": 6, "block_record": "polkadot.blocks@5"}
+    produce(kafka_settings, [ProducedRecord("polkadot.health", b"polkadot", json.dumps(forged).encode())])
+    assert "STALLED" not in status_text(argv)
 
 
 def test_pubsub_author_void_finds_the_missing_position_on_kafka_and_its_order_unsticks_the_job(
