@@ -2,7 +2,7 @@
 
 Each command module exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a
 callable taking the parsed arguments and returning an exit code. Errors become one line on stderr and an exit
-code here, in one place (``EXIT_CODES``); ``--debug`` shows the traceback instead.
+code here, in one place (``EXIT_CODES``); ``--debug`` shows the traceback as well, with the same exit code.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import importlib
 import importlib.metadata
 import sys
+import traceback
 from collections.abc import Sequence
 
 from confluent_kafka import KafkaError, KafkaException
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pubsub {version()}")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of an error, not one line")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error before its one line (the exit code stays the same)")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -88,11 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except (Exception, KeyboardInterrupt) as err:
-        if args.debug:
-            raise
         line, code = describe(err)
         if line is None:
             raise
+        if args.debug:  # the traceback, then the same one line and exit code as without --debug
+            traceback.print_exc()
         print(f"pubsub: {line}", file=sys.stderr)
     return code
 

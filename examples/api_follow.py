@@ -14,6 +14,7 @@ import json
 import sys
 
 from producers.client import Client, InvalidRecordError
+from producers.errors import ProducerError
 
 
 def skipped(error: InvalidRecordError) -> None:
@@ -38,4 +39,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ProducerError as error:  # every error of the client API: one line, no traceback
+        sys.exit(f"{sys.argv[0]}: {error}")

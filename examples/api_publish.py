@@ -15,6 +15,7 @@ import json
 import sys
 
 from producers.client import Client, Publish
+from producers.errors import ProducerError
 from pubsub_core.hashing import blake2_256
 
 
@@ -37,4 +38,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ProducerError as error:  # every error of the client API: one line, no traceback
+        sys.exit(f"{sys.argv[0]}: {error}")

@@ -3,7 +3,8 @@ data for one's own parachain (docs/api.md; examples/api_*.py run as tests).
 
 Nothing needs setting up first: a ``Client`` finds Kafka by itself (``Connection.from_environment``: the
 ``bootstrap`` given, else ``$PUBSUB_KAFKA_BOOTSTRAP``, else the embedded broker ``pubsub broker start`` runs).
-Every error is a ``ClientError`` or another ``ProducerError`` (``KafkaIOError`` for Kafka I/O).
+Every error is a ``ClientError`` or another ``ProducerError`` (``KafkaIOError`` for Kafka I/O). Kafka's client
+library logs to the ``producers.kafka`` logger, never to stderr (``producers.transport.topics.KAFKA_LOGGER``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from pubsub_core.stages import GenesisRecord
 from pubsub_core.stages.ingest import decode_record
 from pubsub_core.stages.topics import OUTPUTS, topic
 from pubsub_core.subscriber import Update
-from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
+from pubsub_core.codec.types import U32_MAX
+from pubsub_core.xcm import Publish as PublishInstruction
+from pubsub_core.xcm import Xcm, encode_versioned_xcm
 from pubsub_core.xcm.types import MAX_PUBLISH_VALUE_LENGTH
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "Publisher",
     "Record",
     "SECURITY_PROTOCOLS",
+    "Signer",
+    "UnknownSignerError",
     "Update",
     "build_publish",
 ]
@@ -78,6 +83,47 @@ class ConnectionSettingsError(ClientError, ValueError):
 
 class PublishError(ClientError, ValueError):
     """Publish items that no relay would take (no item, too many, a value over the XCM bound, a bad key or TTL)."""
+
+
+class UnknownSignerError(PublishError):
+    """The publisher's key is not one the realm's genesis lists for its para: Stage R would refuse every message it
+    signs (``NotMember``), so nothing is produced. Carries the para, the key and the keys the genesis lists."""
+
+    def __init__(self, realm: str, para: int, public_key: bytes, listed: frozenset[bytes]) -> None:
+        keys = ", ".join("0x" + k.hex() for k in sorted(listed)) or "none"
+        super().__init__(f"the key 0x{public_key.hex()} is not one {realm}'s genesis lists for para {para} "
+                         f"(it lists: {keys}); sign with the seed of a listed key")
+        self.realm = realm
+        self.para = para
+        self.public_key = public_key
+        self.listed = listed
+
+
+@dataclass(frozen=True)
+class Publish:
+    """One item to publish: a 32-byte ``key``, a ``value`` of at most 1024 bytes (XCM's bound) and a ``ttl`` in
+    blocks (0: never expires), checked when made (``PublishError``). ``build_publish`` turns it into XCM's
+    ``Publish`` instruction (``instruction()``)."""
+
+    key: bytes
+    value: bytes
+    ttl: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, bytes) or len(self.key) != 32:
+            raise PublishError(f"a Publish key is 32 bytes, got {_size(self.key)}")
+        if not isinstance(self.value, bytes) or len(self.value) > MAX_PUBLISH_VALUE_LENGTH:
+            raise PublishError(f"a published value is at most {MAX_PUBLISH_VALUE_LENGTH} bytes, got {_size(self.value)}")
+        if isinstance(self.ttl, bool) or not isinstance(self.ttl, int) or not 0 <= self.ttl <= U32_MAX:
+            raise PublishError(f"a Publish TTL is a block count from 0 (never expires) to {U32_MAX}, got {self.ttl!r}")
+
+    def instruction(self) -> PublishInstruction:
+        """XCM's ``Publish { key, value, ttl }`` instruction (``pubsub_core.xcm``)."""
+        return PublishInstruction(self.key, self.value, self.ttl)
+
+
+def _size(data: object) -> str:
+    return f"{len(data)} bytes" if isinstance(data, bytes) else f"a {type(data).__name__}, not bytes"
 
 
 class InvalidRecordError(ClientError):
@@ -187,11 +233,11 @@ def build_publish(signer: Signer, realm: str, para: int, seqno: int, items: Iter
     if not 1 <= len(chosen) <= MAX_PUBLISHES_PER_MESSAGE:
         raise PublishError(f"an upward message carries 1 to {MAX_PUBLISHES_PER_MESSAGE} Publish items, got {len(chosen)}")
     for item in chosen:
-        if len(item.value) > MAX_PUBLISH_VALUE_LENGTH:
-            raise PublishError(f"a published value is at most {MAX_PUBLISH_VALUE_LENGTH} bytes, got {len(item.value)}")
+        if not isinstance(item, Publish):
+            raise PublishError(f"an item to publish is a producers.client.Publish, got a {type(item).__name__}")
     if not 0 <= para < 1 << 32 or not 0 < seqno < 1 << 64:
         raise PublishError(f"para {para} must be a u32 and seqno {seqno} a u64 above 0")
-    data = encode_versioned_xcm(Xcm(chosen))
+    data = encode_versioned_xcm(Xcm(tuple(item.instruction() for item in chosen)))
     return signer.sign(Topic(realm, "upward", str(para)), seqno, data)
 
 
@@ -219,25 +265,39 @@ class Publisher:
         self.para = para
         self.signer = signer
         self._next: tuple[int, int] | None = None
+        self._registry: KeyRegistry | None = None
 
     @property
     def topic(self) -> str:
         return topic(self.realm, "upward")
 
+    def registry(self) -> KeyRegistry:
+        """The realm's keys, from its genesis (read once; a realm without one yet counts this key as the para's).
+        ``UnknownSignerError`` if the genesis does not list this publisher's key for its para."""
+        if self._registry is None:
+            genesis = read_topic(self.connection, topic(self.realm, "genesis"), limit=1)
+            registry = KeyRegistry({self.para: frozenset({self.signer.public_key})})
+            if genesis:
+                decoded = decode_record(genesis[0].topic, genesis[0].key, genesis[0].value, genesis[0].offset).value
+                if isinstance(decoded, GenesisRecord):
+                    registry = decoded.registry
+            listed = registry.para_keys.get(self.para, frozenset())
+            if self.signer.public_key not in listed:
+                raise UnknownSignerError(self.realm, self.para, self.signer.public_key, listed)
+            self._registry = registry
+        return self._registry
+
     def _resume(self) -> tuple[int, int]:
         """(next position, next seqno) of this para on the topic."""
-        genesis = read_topic(self.connection, topic(self.realm, "genesis"), limit=1)
-        registry = KeyRegistry({self.para: frozenset({self.signer.public_key})})
-        if genesis:
-            decoded = decode_record(genesis[0].topic, genesis[0].key, genesis[0].value, genesis[0].offset).value
-            if isinstance(decoded, GenesisRecord):
-                registry = decoded.registry
+        registry = self.registry()
         origin = ("upward", str(self.para))
         point = resume_point(scan_topic(self.connection, self.topic), self.realm, registry, {origin})
         return point.positions.get(origin, 0), point.seqnos.get((*origin, self.signer.public_key), 0) + 1
 
     def publish(self, items: Iterable[Publish]) -> Published:
-        """Sign ``items`` as the para's next upward message and produce it (waiting for Kafka's acknowledgement)."""
+        """Sign ``items`` as the para's next upward message and produce it (waiting for Kafka's acknowledgement).
+        ``UnknownSignerError`` (before anything is produced) if the realm's genesis does not list this key for
+        the para."""
         position, seqno = self._next if self._next is not None else self._resume()
         envelope = build_publish(self.signer, self.realm, self.para, seqno, items)
         record = InputRecord("upward", str(self.para), position, envelope.encode())
@@ -253,14 +313,16 @@ class Client:
     def __init__(self, connection: Connection | None = None, *, bootstrap: str | None = None) -> None:
         self.connection = connection if connection is not None else Connection.from_environment(bootstrap)
 
-    def read(self, name: str, *, limit: int | None = None, timeout: float = 30.0) -> list[Record]:
-        """Every record topic ``name`` holds now (with ``limit``, at most that many, the first ones of each
-        partition), in partition and offset order. ``KafkaIOError`` if the topic does not exist."""
-        return [Record.of(r) for r in read_topic(self.connection, name, timeout, limit)]
+    def read(self, topic: str, *, limit: int | None = None, timeout: float = 30.0) -> list[Record]:
+        """Every record ``topic`` holds now (with ``limit``, at most that many, the first ones of each partition),
+        in partition and offset order. ``KafkaIOError`` if the topic does not exist, or if Kafka does not answer
+        within ``timeout`` seconds (no record for that long, too)."""
+        return [Record.of(r) for r in read_topic(self.connection, topic, timeout, limit)]
 
     def outputs(self, realm: str, kinds: Iterable[str] = OUTPUTS) -> list[str]:
-        """The realm's output records (``kinds``: updates, events, rejected, pov, seals) as the lines ``pubsub
-        simulate`` writes, topic by topic in partition and offset order: sort both to compare them."""
+        """The realm's output records (``kinds``, by default all six: updates, events, rejected, pov, seals,
+        health) as the lines ``pubsub simulate`` writes, topic by topic in partition and offset order: sort both
+        to compare them."""
         return read_outputs(self.connection, [topic(realm, kind) for kind in kinds])
 
     def follow_updates(
@@ -302,11 +364,13 @@ class Client:
             records.close()  # its consumer leaves the group now, not when the generator is collected
 
     def publisher(self, realm: str, para: int, seed: bytes) -> Publisher:
-        """A ``Publisher`` for ``para`` in ``realm`` signing with the ed25519 key of the 32-byte ``seed`` (a key
-        the realm's genesis lists for that para)."""
-        if len(seed) != 32:
-            raise PublishError(f"an ed25519 seed is 32 bytes, got {len(seed)}")
-        return Publisher(self.connection, realm, para, Signer(seed))
+        """A ``Publisher`` for ``para`` in ``realm`` signing with the ed25519 key of the 32-byte ``seed``, checked
+        at once against the realm's genesis: ``UnknownSignerError`` if it does not list that key for the para."""
+        if not isinstance(seed, bytes) or len(seed) != 32:
+            raise PublishError(f"an ed25519 seed is 32 bytes, got {_size(seed)}")
+        publisher = Publisher(self.connection, realm, para, Signer(seed))
+        publisher.registry()
+        return publisher
 
 
 def _update(record: Record) -> Update:

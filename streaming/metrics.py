@@ -87,6 +87,11 @@ class JobMetrics:
                                    ["realm"], registry=r)
         self.waiting_seconds = Gauge("pubsub_waiting_seconds", "How long the driver has seen that block waiting",
                                      ["realm"], registry=r)
+        self.waiting_missing = Gauge("pubsub_waiting_missing",
+                                     "1 per position Stage R's first waiting block misses now (stream/origin/position, "
+                                     "at most a few), with the block's <topic>@<offset>", ["realm", "block_record",
+                                                                                           "position"], registry=r)
+        self._missing_labels: dict[str, list[tuple[str, str, str]]] = {}
         self.held_records = Gauge("pubsub_held_records", "Records and blocks Stage R holds while a block waits",
                                   ["realm"], registry=r)
         self.held_bytes = Gauge("pubsub_held_bytes", "Envelope bytes Stage R holds while a block waits", ["realm"],
@@ -155,6 +160,14 @@ class JobMetrics:
         self.waiting_seconds.labels(realm).set(0.0 if status is None else seconds)
         self.held_records.labels(realm).set(0 if status is None else status.held_records)
         self.held_bytes.labels(realm).set(0 if status is None else status.held_bytes)
+        with self._lock:
+            for labels in self._missing_labels.pop(realm, []):
+                self.waiting_missing.remove(*labels)
+            if status is not None:
+                labels_now = [(realm, status.block_record, position) for position in status.missing]
+                for labels in labels_now:
+                    self.waiting_missing.labels(*labels).set(1)
+                self._missing_labels[realm] = labels_now
 
     def reopened(self) -> None:
         """The queries were restarted on their checkpoints."""

@@ -2,29 +2,57 @@
 from the realm's topics and the job's checkpoint. Reads only; it never starts a broker or a job.
 
 The two sources give the same facts where both know them: relay and author height, blocks waiting, lag per input
-partition, PoV use per subscriber. Only the running job knows its batch time and state size; without it, lag is
-what the checkpoint's newest offsets leave unread, and records out are each output topic's size.
+partition, PoV use per subscriber, and a stall (the block, what it misses, since when, the void command that
+undoes it). Only the running job knows its batch time and state size, and the positions a waiting block misses
+right now; without it, lag is what the checkpoint's newest offsets leave unread, records out are each output
+topic's size, and a stall is the open ``Stalled`` record of ``<realm>.health`` (the ranges its block still had to
+fill when it was declared).
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from producers.readers.realm_watch import PovUse, TailReadError, read_tails
+from producers.schemas import RecordSchemaError, validate
+from producers.transport.kafka_io import ConsumedRecord, KafkaIOError, scan_topic
 from producers.transport.topics import consumer_config
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, topic
 from settings.settings import Settings
 from supervise.errors import StatusUnavailable
 
-__all__ = ["RealmStatus", "checkpoint_offsets", "from_metrics", "from_topics", "render"]
+__all__ = ["HEALTH_TAIL", "RealmStatus", "Stall", "checkpoint_offsets", "from_metrics", "from_topics", "open_stall",
+           "render", "void_command"]
+
+HEALTH_TAIL = 256
+"""``from_topics`` reads at most this many of ``<realm>.health``'s newest records per partition (health records
+are few: one Stalled, Voided and Resumed per stall), so the cost does not grow with the realm's age."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A realm's first waiting block as `pubsub status` shows it: the block and its ``<realm>.blocks@<offset>``,
+    whether Stage R declared it stalled, what it misses (``stream/origin/position`` or ``.../first..last``), and
+    since when, in words that say which clock. ``verb`` says what ``missing`` is: ``misses`` (the positions
+    missing now, from the job) or ``waits for`` (the ranges its manifest still had to fill when it was declared
+    stalled, from its ``Stalled`` record)."""
+
+    block: int
+    block_record: str
+    stalled: bool
+    missing: tuple[str, ...]
+    since: str
+    verb: str = "misses"
 
 
 @dataclass
@@ -42,6 +70,7 @@ class RealmStatus:
     state_bytes: dict[str, int] = field(default_factory=dict)
     checkpoint_bytes: int | None = None
     pov: dict[int, PovUse] = field(default_factory=dict)
+    stall: Stall | None = None
 
 
 def from_metrics(url: str, realm: str, timeout: float = 3.0) -> RealmStatus:
@@ -53,6 +82,8 @@ def from_metrics(url: str, realm: str, timeout: float = 3.0) -> RealmStatus:
         raise StatusUnavailable(url, str(getattr(exc, "reason", exc))) from exc
     status = RealmStatus(realm, f"the job's metrics at {url}")
     pov: dict[int, dict[str, int]] = {}
+    waiting: dict[str, float] = {}
+    missing: dict[str, list[str]] = {}
     prefix = f"{realm}."
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -78,8 +109,18 @@ def from_metrics(url: str, realm: str, timeout: float = 3.0) -> RealmStatus:
                 status.checkpoint_bytes = int(value)
             elif name in ("pubsub_pov_used_bytes", "pubsub_pov_budget_bytes", "pubsub_pov_block"):
                 pov.setdefault(int(labels["subscriber"]), {})[name] = int(value)
+            elif name in ("pubsub_realm_stalled", "pubsub_waiting_block", "pubsub_waiting_seconds"):
+                waiting[name] = value
+            elif name == "pubsub_waiting_missing" and value:
+                missing.setdefault(labels["block_record"], []).append(labels["position"])
     status.pov = {s: PovUse(v.get("pubsub_pov_block", 0), v.get("pubsub_pov_used_bytes", 0),
                             v.get("pubsub_pov_budget_bytes", 0)) for s, v in sorted(pov.items())}
+    block = int(waiting.get("pubsub_waiting_block", 0))
+    if block:
+        record, positions = next(iter(missing.items()), ("unknown", []))
+        seconds = waiting.get("pubsub_waiting_seconds", 0.0)
+        status.stall = Stall(block, record, bool(waiting.get("pubsub_realm_stalled")), tuple(sorted(positions)),
+                             f"for {seconds:.0f} s (the job's clock)")
     return status
 
 
@@ -119,6 +160,11 @@ def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> Real
     ends = _ends(settings, [topic(realm, kind) for kind in (*INPUTS, *OUTPUTS)])
     status.records_out = {name: sum(parts.values()) for name, parts in ends.items()
                           if name.rpartition(".")[2] in OUTPUTS}
+    if topic(realm, "health") in ends:
+        stall = open_stall(realm, _tail(settings, topic(realm, "health")))
+        # A block the seals show applied is not waiting, whatever a record says (anyone may write to the topic).
+        if stall is not None and (status.relay_height is None or status.relay_height < stall.block):
+            status.stall = stall
     if checkpoint is not None:
         done = checkpoint_offsets(checkpoint / "relay")
         for name, parts in ends.items():
@@ -127,6 +173,51 @@ def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> Real
                     read = done.get(name, {}).get(str(partition), 0)
                     status.lag[(name, partition)] = max(0, end - read)
     return status
+
+
+def _tail(settings: Settings, name: str) -> list[ConsumedRecord]:
+    """The newest ``HEALTH_TAIL`` records of each partition of ``name``, oldest first (by Kafka timestamp)."""
+    try:
+        records = list(scan_topic(settings, name, timeout=10, offset=str(-HEALTH_TAIL)))
+    except KafkaIOError as exc:
+        raise StatusUnavailable(f"Kafka at {settings.kafka_bootstrap}", str(exc)) from exc
+    return sorted(records, key=lambda r: (r.timestamp or 0, r.partition, r.offset))
+
+
+def open_stall(realm: str, records: list[ConsumedRecord]) -> Stall | None:
+    """The realm's ``Stalled`` record that no ``Resumed`` record of the same block followed, if any (the newest);
+    a record that is not the realm's valid health record is ignored (anyone may write to a topic)."""
+    open_records: dict[str, tuple[dict[str, object], int | None]] = {}
+    for record in records:
+        try:
+            body = json.loads(record.value or b"")
+            validate("health", body)
+        except (ValueError, RecordSchemaError):
+            continue
+        if record.key != realm.encode() or body.get("realm") != realm:
+            continue
+        if body["kind"] == "Stalled":
+            open_records[str(body["block_record"])] = (body, record.timestamp)
+        elif body["kind"] == "Resumed":
+            open_records.pop(str(body["block_record"]), None)
+    if not open_records:
+        return None
+    body, timestamp = list(open_records.values())[-1]
+    ranges = body["awaits"]
+    assert isinstance(ranges, list)  # the schema says so
+    missing = tuple(f"{r['stream']}/{r['origin']}/{r['first']}" + (f"..{r['last']}" if r["last"] != r["first"] else "")
+                    for r in ranges)
+    since = "unknown" if timestamp is None else datetime.fromtimestamp(timestamp / 1000, UTC).strftime(
+        "since %Y-%m-%d %H:%M:%S UTC (its Stalled record)")
+    return Stall(int(str(body["block"])), str(body["block_record"]), True, missing, since, "waits for")
+
+
+def void_command(realm: str, block: int, bootstrap: str | None = None) -> str:
+    """The ``pubsub author void`` command that voids the positions of ``block`` no authentic record fills (it signs
+    with ``$PUBSUB_AUTHOR_KEY`` or ``--key-file``; without ``--yes`` it only prints them)."""
+    words = ["pubsub", "author", "void", *(["--bootstrap", bootstrap] if bootstrap else []), "--realm", realm,
+             "--block", str(block), "--yes"]
+    return shlex.join(words)
 
 
 def _ends(settings: Settings, names: list[str]) -> dict[str, dict[int, int]]:
@@ -150,16 +241,26 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def render(status: RealmStatus) -> list[str]:
-    """The status as aligned lines, one fact a line."""
+def render(status: RealmStatus, bootstrap: str | None = None) -> list[str]:
+    """The status as aligned lines, one fact a line; a stall first, with the command that undoes it (naming
+    ``bootstrap`` when the status was read with one given)."""
     def row(label: str, value: object) -> str:
         return f"{label:<18}{value}"
 
     def known(value: object) -> str:
         return "unknown" if value is None else str(value)
 
-    lines = [f"realm {status.realm} (from {status.source})",
-             row("relay height", known(status.relay_height)),
+    lines = [f"realm {status.realm} (from {status.source})"]
+    stall = status.stall
+    if stall is not None:
+        misses = ", ".join(stall.missing) if stall.missing else "nothing now (an earlier refusal holds it)"
+        lines.append(row("STALLED" if stall.stalled else "waiting",
+                         f"block {stall.block} ({stall.block_record}) {stall.verb} {misses}, {stall.since}"))
+        if stall.stalled:
+            lines.append(row("undo with", void_command(status.realm, stall.block, bootstrap)))
+            lines.append(row("", "(without --yes it prints what it would void; first check docs/operations.md, "
+                                 "'A stalled realm')"))
+    lines += [row("relay height", known(status.relay_height)),
              row("author height", known(status.author_height)),
              row("blocks waiting", known(status.blocks_waiting))]
     if status.lag:

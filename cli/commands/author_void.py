@@ -28,7 +28,10 @@ def register(subparsers: Any, key_env: str) -> None:
             "record on <realm>.health) and refuses any record that comes later at one of them. Writing fences a "
             "running author of the realm (restart it afterwards)."
         ),
-        epilog="The procedure, and what to check first: docs/operations.md, 'A stalled realm'.",
+        epilog="Example: pubsub author void --realm polkadot --block 3 (prints the positions it would void), then "
+               "pubsub author void --realm polkadot --block 3 --yes --key-file author.key; `pubsub status --realm "
+               "polkadot` names the stalled block. The procedure, and what to check first: docs/operations.md, "
+               "'A stalled realm'.",
     )
     add_kafka_arguments(parser)
     parser.add_argument("--realm", required=True, metavar="NAME", help="the stalled realm")

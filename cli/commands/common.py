@@ -9,9 +9,10 @@ from typing import Any
 
 from rich.console import Console
 
+from cli.errors import CliError
 from settings.settings import Settings, load_settings
 
-__all__ = ["add_kafka_arguments", "console", "count", "default_realm", "settings_from"]
+__all__ = ["add_kafka_arguments", "console", "count", "default_realm", "require_event_log", "settings_from"]
 
 console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 """Progress and logs go to stderr, so stdout carries only data (e.g. `pubsub consume` JSON lines). Not wrapped at
@@ -46,3 +47,14 @@ def default_realm(settings: Settings) -> str:
 def count(number: int, noun: str) -> str:
     """``1 record``, ``2 records``: a number with its noun, plural by adding s."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def require_event_log(path: Path) -> None:
+    """An input event log must be a file (or ``-``, stdin): a missing one or a folder is a file error (exit 1,
+    docs/operations.md, "Outputs, errors and exit codes"), said in one line before any work."""
+    if str(path) == "-" or path.is_file():
+        return
+    if path.is_dir():
+        raise CliError(f"{path} is a folder, not an event log: give the JSON-lines file inside it")
+    raise CliError(f"no event log at {path}: no such file" if not path.exists()
+                   else f"{path} is not a regular file, not an event log")

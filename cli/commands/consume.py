@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
             "Read topics from the beginning to their current end and print one canonical JSON line per record on "
             'stdout, as `pubsub simulate` writes it: {"id": <header id>, "key": ..., "topic": ..., "value": ...} '
             '("id": null without an id header; a value that is not JSON is printed as a string). Without --topic, '
-            "every output topic of the realm (updates, events, rejected, pov, seals). A count goes to stderr."
+            f"every output topic of the realm ({', '.join(OUTPUTS)}). A count goes to stderr."
         ),
         epilog=(
             "Kafka orders records per partition only, so compare with the simulator after sorting: "

@@ -12,8 +12,8 @@ from typing import Any, BinaryIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import add_kafka_arguments, console, count, default_realm, settings_from
-from cli.errors import Interrupted, UsageError
+from cli.commands.common import add_kafka_arguments, console, count, default_realm, require_event_log, settings_from
+from cli.errors import Interrupted
 from producers.transport.kafka_io import SendInterrupted, route_event_log, send
 from producers.transport.topics import MAX_MESSAGE_BYTES
 from producers.writers.event_log import EventLogSender, Tally
@@ -69,8 +69,7 @@ def print_tally(tally: Tally, bootstrap: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if str(args.event_log) != "-" and not args.event_log.is_file():
-        raise UsageError(f"no event log at {args.event_log}")
+    require_event_log(args.event_log)
     settings, _ = ensure_kafka(settings_from(args))
     realm = args.realm or default_realm(settings)
     sender = EventLogSender(settings, realm, args.max_message_bytes)

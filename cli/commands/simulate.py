@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, TextIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli.commands.common import console, count
+from cli.commands.common import console, count, require_event_log
 from cli.errors import Interrupted, UsageError
 from cli.output import atomic_output
 from producers.interrupts import ctrl_c
@@ -80,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, json.JSONDecodeError, ConfigError) as exc:
         raise UsageError(f"cannot read the protocol config {settings.protocol_config}: {exc}") from exc
     stdin = str(args.events) == "-"
-    if not stdin and not args.events.is_file():
-        raise UsageError(f"no event log at {args.events}")
+    require_event_log(args.events)
     summary = Summary()
     started = time.perf_counter()
     try:

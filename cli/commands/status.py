@@ -1,4 +1,4 @@
-"""`pubsub status`: a realm's relay height, blocks waiting, lag, records out and PoV use, for a person."""
+"""`pubsub status`: a realm's stall (if any), relay height, blocks waiting, lag, records out and PoV use, for a person."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from supervise.errors import StatusUnavailable
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "status",
-        help="print a realm's relay height, blocks waiting, lag and PoV use",
+        help="print a realm's stall, relay height, blocks waiting, lag and PoV use",
         description=(
-            "Print one realm's facts, one a line: relay height (the newest block Stage R sealed), author height "
+            "Print one realm's facts, one a line: first, if the realm is stalled, STALLED with the waiting block, "
+            "the positions it misses, since when, and the `pubsub author void` command that undoes it; relay height (the newest block Stage R sealed), author height "
             "(the newest block on <realm>.blocks), blocks waiting between them, lag per input partition, records "
             "out per output topic, PoV used against budget per subscriber, and from a running job its batch time, "
             "state memory and checkpoint size. From the running job's metrics endpoint when one answers (--metrics-url, "
@@ -59,6 +60,6 @@ def run(args: argparse.Namespace) -> int:
             settings = settings.with_bootstrap(running.bootstrap)
         checkpoint = settings.checkpoint_dir if settings.checkpoint_dir.exists() else None
         status = from_topics(settings, realm, checkpoint)
-    for line in render(status):
+    for line in render(status, args.bootstrap):
         print(line)
     return 0

@@ -11,6 +11,7 @@ from rich.table import Table
 from cli.commands.common import add_kafka_arguments, console, default_realm, settings_from
 from cli.errors import UsageError
 from producers.transport.topics import admin_client, ensure_topics, realm_is_valid, realm_topic_specs
+from pubsub_core.stages.topics import OUTPUTS
 from supervise.kafka_broker import connect_kafka, ensure_kafka
 
 
@@ -20,7 +21,7 @@ def register(subparsers: Any) -> None:
         help="create a realm's topics, or list the cluster's topics",
         description=(
             "create: the realm's input topics (genesis, upward, horizontal, extrinsics, blocks: one partition "
-            "each, kept forever), output topics (updates, events, rejected, pov, seals) and seam (relay-views) "
+            f"each, kept forever), output topics ({', '.join(OUTPUTS)}) and seam (relay-views) "
             "with --partitions partitions, all with max.message.bytes 16 MiB; idempotent: an existing topic is "
             "left as it is. The same definition `pubsub produce` and the job use (producers/transport/topics.py). "
             "list: every topic with its partition count, one per line on stdout (starts no broker)."

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from cli.commands.common import console, count
+from cli.commands.common import console, count, require_event_log
 from cli.errors import Interrupted
 
 
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         },
         config_file=args.config,
     )
+    require_event_log(args.event_log)
     lines = args.event_log.read_bytes().splitlines()
     try:
         result = verify_log(lines, settings, reset_topics=args.reset_topics, checkpoint=args.checkpoint,

@@ -19,13 +19,17 @@ from enum import Enum
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from producers.transport.kafka_io import ID_HEADER, ConsumedRecord, KafkaIOError, consumed
-from producers.transport.topics import Settings, consumer_config
+from producers.transport.topics import Settings, consumer_config, with_logger
 
 __all__ = ["SEEN_WINDOW", "FollowStats", "SeenWindow", "Start", "follow", "short_hex", "short_value", "update_row"]
 
 SEEN_WINDOW = 100_000
 """How many update ids ``follow`` remembers to drop duplicates."""
 _POLL_SECONDS = 0.25
+_METADATA_SECONDS = 1.0
+"""How long one metadata request may wait: a follower with ``stop`` set (``idle_seconds``) ends within about this."""
+_UNREACHABLE = (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN)
+"""The metadata errors of a broker that does not answer (yet): the follower keeps asking until stopped."""
 
 
 class SeenWindow:
@@ -82,7 +86,7 @@ def follow(
     shown. Kafka errors raise ``KafkaIOError``."""
     tally = stats if stats is not None else FollowStats()
     window = seen if seen is not None else SeenWindow()
-    consumer = Consumer(consumer_config(settings, f"pubsub-follow-{uuid.uuid4().hex[:8]}"))
+    consumer = Consumer(with_logger(consumer_config(settings, f"pubsub-follow-{uuid.uuid4().hex[:8]}")))
     try:
         partitions = _await_partitions(consumer, topic, stop, on_waiting)
         offset = OFFSET_BEGINNING if start is Start.BEGINNING else OFFSET_END
@@ -114,16 +118,29 @@ def follow(
 def _await_partitions(
     consumer: Consumer, topic: str, stop: threading.Event, on_waiting: Callable[[str], None] | None
 ) -> list[int]:
-    """The topic's partitions once it exists (the job creates output topics when it starts)."""
+    """The topic's partitions once it exists (the job creates output topics when it starts). Kafka is asked at
+    most ``_METADATA_SECONDS`` at a time, so that ``stop`` is seen; if it is set before Kafka ever answered,
+    ``KafkaIOError`` says so (a follower with no broker ends when asked to, with the reason, and prints nothing)."""
     waiting = False
+    unanswered: str | None = None
     while not stop.is_set():
-        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        try:
+            metadata = consumer.list_topics(topic, timeout=_METADATA_SECONDS).topics.get(topic)
+        except KafkaException as exc:
+            first = exc.args[0] if exc.args else None
+            if not isinstance(first, KafkaError) or first.code() not in _UNREACHABLE:
+                raise
+            unanswered = first.str()
+            continue
+        unanswered = None
         if metadata is not None and metadata.error is None and metadata.partitions:
             return sorted(metadata.partitions)
         if not waiting and on_waiting is not None:
             on_waiting(topic)
         waiting = True
         stop.wait(1.0)
+    if unanswered is not None:
+        raise KafkaIOError(topic, f"Kafka did not answer ({unanswered})")
     return []
 
 

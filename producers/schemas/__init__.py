@@ -12,8 +12,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from jsonschema import Draft202012Validator, validators
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from producers.errors import ProducerError
@@ -82,14 +82,26 @@ def load_schema(name: str) -> dict[str, Any]:
 
 @cache
 def _registry() -> Registry[Any]:
-    resources_ = [(schema_id(n), Resource.from_contents(load_schema(n), default_specification=DRAFT202012))
+    # Each referenced schema without its "$schema": jsonschema would validate it with that dialect's own validator
+    # class, not with the strict one below (all of them are draft 2020-12).
+    resources_ = [(schema_id(n), DRAFT202012.create_resource({k: v for k, v in load_schema(n).items() if k != "$schema"}))
                   for n in SCHEMA_NAMES]
     return Registry().with_resources(resources_)
 
 
+_STRICT_TYPES = Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+_StrictValidator = validators.extend(  # type: ignore[no-untyped-call]  # jsonschema leaves extend unannotated
+    Draft202012Validator, type_checker=_STRICT_TYPES)
+"""Draft 2020-12 with one difference: an ``integer`` is a JSON number written without a fraction or exponent.
+The standard counts ``0.0`` as an integer; the simulator and the job refuse it (``MalformedRecord``), and so does
+``validate`` (docs/schemas.md)."""
+
+
 @cache
 def _validator(name: str) -> Draft202012Validator:
-    return Draft202012Validator(load_schema(name), registry=_registry())
+    validator: Draft202012Validator = _StrictValidator(load_schema(name), registry=_registry())
+    return validator
 
 
 def schema_errors(name: str, record: object) -> list[str]:

@@ -19,7 +19,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafka
 
 from producers.errors import ProducerError
 from producers.interrupts import ctrl_c
-from producers.transport.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, producer_config
+from producers.transport.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, producer_config, with_logger
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import LineRouter, OutputRecord
 
@@ -169,7 +169,7 @@ def send(
     """Send records with an idempotent, zstd-compressing producer (acks=all) and wait for every delivery. A record
     the client or the broker refuses for its size is a ``Refusal`` (reason ``RecordTooLarge``); any other failure
     raises ``KafkaIOError``. Records of one partition keep their order."""
-    producer = Producer(producer_config(settings, max_message_bytes))
+    producer = Producer(with_logger(producer_config(settings, max_message_bytes)))
     report = SendReport()
     failures: list[tuple[str, str]] = []
 
@@ -261,7 +261,7 @@ def produce(settings: Settings, records: Iterable[ProducedRecord]) -> int:
 
 def topic_size(settings: Settings, topic: str) -> int:
     """How many records ``topic`` holds now (the sum over its partitions of high minus low watermark)."""
-    consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    consumer = Consumer(with_logger(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}")))
     try:
         return _size(consumer, topic)
     except KafkaException as exc:
@@ -273,7 +273,7 @@ def topic_size(settings: Settings, topic: str) -> int:
 def wait_for_sizes(settings: Settings, sizes: Mapping[str, int], timeout: float, every: float = 0.1) -> bool:
     """Wait until each topic of ``sizes`` holds at least that many records (one reader for the whole wait, its
     watermarks asked every ``every`` seconds); False if ``timeout`` passes first."""
-    consumer = Consumer(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    consumer = Consumer(with_logger(consumer_config(settings, f"pubsub-reader-{uuid.uuid4().hex[:8]}")))
     deadline = time.monotonic() + timeout
     try:
         waiting = {name: n for name, n in sizes.items() if _size(consumer, name) < n}
@@ -307,10 +307,10 @@ def scan_topic(
     ``beginning``, ``end``, an offset (``5``) or a count back from the end (``-5``). ``group``: a consumer group
     whose committed offsets, where it has them, take precedence over ``offset``; the offset after each record
     yielded is committed when the scan ends or is closed, so the next scan of the group resumes there."""
-    consumer = Consumer(consumer_config(settings, group or f"pubsub-reader-{uuid.uuid4().hex[:8]}"))
+    consumer = Consumer(with_logger(consumer_config(settings, group or f"pubsub-reader-{uuid.uuid4().hex[:8]}")))
     positions: dict[int, int] = {}
     try:
-        marks = _watermarks(consumer, topic)
+        marks = _watermarks(consumer, topic, timeout)
         if partitions is not None:
             wanted = set(partitions)
             unknown = wanted - set(marks)
@@ -403,12 +403,22 @@ def _size(consumer: Consumer, topic: str) -> int:
     return sum(high - low for low, high in _watermarks(consumer, topic).values())
 
 
-def _watermarks(consumer: Consumer, topic: str) -> dict[int, tuple[int, int]]:
-    """Low and high watermark of each partition of ``topic``; ``KafkaIOError`` if it does not exist."""
-    metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+def _watermarks(consumer: Consumer, topic: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+    """Low and high watermark of each partition of ``topic``; ``KafkaIOError`` if it does not exist, or if Kafka
+    does not answer within ``timeout`` seconds."""
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+    except KafkaException as exc:
+        raise KafkaIOError(topic, f"Kafka did not answer within {timeout:g} s "
+                                  f"({_reason(exc)})") from exc
     if metadata is None or metadata.error is not None:
         raise KafkaIOError(topic, f"topic not found ({metadata.error.str() if metadata and metadata.error else 'no metadata'})")
-    return {p: _watermark(consumer, topic, p) for p in metadata.partitions}
+    return {p: _watermark(consumer, topic, p, timeout) for p in metadata.partitions}
+
+
+def _reason(exc: KafkaException) -> str:
+    first = exc.args[0] if exc.args else None
+    return first.str() if isinstance(first, KafkaError) else str(exc)
 
 
 _RETRIABLE = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)

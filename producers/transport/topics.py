@@ -26,13 +26,14 @@ sending: whether a record is refused never depends on how well it compresses.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -45,6 +46,7 @@ from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
 __all__ = [
     "COMPRESSION",
     "INGEST_RECORD_CAP",
+    "KAFKA_LOGGER",
     "MAX_MESSAGE_BYTES",
     "RECORD_OVERHEAD",
     "TopicError",
@@ -62,9 +64,14 @@ __all__ = [
     "realm_topic_specs",
     "record_fits",
     "topic_config",
+    "with_logger",
 ]
 
 MiB = 1 << 20
+KAFKA_LOGGER = logging.getLogger("producers.kafka")
+"""Where the Kafka client library's log lines go (``with_logger``), not stderr: a program that wants them configures
+this logger; without that they are dropped (a library prints nothing of its own; its errors are raised)."""
+KAFKA_LOGGER.addHandler(logging.NullHandler())
 INGEST_RECORD_CAP = MAX_RECORD_BYTES
 """The largest event-log line / input record value the ingest edge accepts (8 MiB; pubsub_core.stages.ingest)."""
 MAX_MESSAGE_BYTES = 16 * MiB
@@ -259,10 +266,16 @@ def is_serving(bootstrap: str, timeout: float = 3.0, extra: dict[str, str] | Non
     return bool(metadata.brokers)
 
 
+def with_logger(config: Mapping[str, str]) -> dict[str, Any]:
+    """A Kafka client's ``config`` with its log lines sent to ``KAFKA_LOGGER`` instead of stderr (librdkafka's
+    default: a client that cannot reach its broker would print a line every second or so)."""
+    return {**config, "logger": KAFKA_LOGGER}
+
+
 def admin_client(settings: Settings) -> AdminClient:
     """An admin client of the settings' cluster; each new one connects afresh (16-19 ms on loopback), so a
     caller that makes several calls keeps one."""
-    return AdminClient({**settings.kafka_client_config(), "log_level": "3"})
+    return AdminClient(with_logger({**settings.kafka_client_config(), "log_level": "3"}))
 
 
 def _await_leaders(admin: AdminClient, topics: list[str]) -> None:
@@ -286,7 +299,7 @@ def _await_logs(settings: Settings, partitions: Mapping[str, int]) -> None:
     by a small one, produced right after the topics were created: the small one alone at offset 0, both reported
     delivered. A partition that answers ListOffsets has its log, so nothing is produced before it can append.
     """
-    consumer = Consumer(consumer_config(settings, f"pubsub-topics-{uuid.uuid4().hex[:8]}"))
+    consumer = Consumer(with_logger(consumer_config(settings, f"pubsub-topics-{uuid.uuid4().hex[:8]}")))
     try:
         deadline = time.monotonic() + _ADMIN_TIMEOUT
         for name, count in partitions.items():

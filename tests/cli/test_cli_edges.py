@@ -181,6 +181,44 @@ def test_a_kafka_client_error_is_one_line_and_debug_shows_the_traceback() -> Non
     assert "Traceback" in after.stderr
 
 
+def test_debug_shows_the_traceback_and_keeps_the_exit_code() -> None:
+    """--debug adds the traceback; a usage or settings error still exits 2, a file error 1, with the same line."""
+    for args, code in ((["consume", "--topic-prefix", "a b"], 2), (["simulate", "no-such.jsonl"], 1)):
+        plain = one_line_error(pubsub(*args), code)
+        for debug in (pubsub("--debug", *args), pubsub(*args, "--debug")):
+            assert debug.returncode == code, (args, debug.stderr)
+            assert "Traceback" in debug.stderr and debug.stderr.rstrip().splitlines()[-1] == plain
+
+
+def test_an_input_that_is_missing_or_a_folder_is_a_file_error_that_says_which(tmp_path: Path) -> None:
+    """Exit 1 for a file error, as docs/operations.md's table says, for every command that reads an event log."""
+    for command in (["simulate"], ["produce", "--bootstrap", "127.0.0.1:1", "--event-log"],
+                    ["verify", "--bootstrap", "127.0.0.1:1"]):
+        folder = one_line_error(pubsub(*command, str(tmp_path)), 1)
+        assert f"{tmp_path} is a folder, not an event log" in folder, command
+        missing = one_line_error(pubsub(*command, str(tmp_path / "missing.jsonl")), 1)
+        assert f"no event log at {tmp_path / 'missing.jsonl'}: no such file" in missing, command
+
+
+def test_every_command_and_subcommand_help_has_an_example() -> None:
+    import argparse
+
+    from cli.main import build_parser
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argparse.ArgumentParser]]:
+        found = [(name, parser)]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child, sub in action.choices.items():
+                    found += walk(sub, f"{name} {child}")
+        return found
+
+    helps = walk(build_parser(), "pubsub")
+    assert {"pubsub author void", "pubsub topics"} <= {name for name, _ in helps}
+    missing = [name for name, parser in helps if "Example" not in parser.format_help()]
+    assert not missing, f"no example in the help of: {missing}"
+
+
 def test_a_long_error_stays_one_line_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     target = tmp_path / ("a-folder-with-a-long-name-" * 4) / "out.jsonl"
     line = one_line_error(pubsub("workload", "-o", str(target)), 1)
@@ -279,3 +317,12 @@ def test_counts_read_as_english(tmp_path: Path) -> None:
     done = pubsub("simulate", str(log), "-o", str(tmp_path / "out.jsonl"))
     assert done.returncode == 0
     assert "1 input line," in done.stderr and "1 input lines" not in done.stderr
+
+
+def test_the_topics_help_and_the_operations_table_name_every_output_topic() -> None:
+    from pubsub_core.stages.topics import OUTPUTS
+
+    described = " ".join(pubsub("topics", "--help").stdout.split())
+    assert f"output topics ({', '.join(OUTPUTS)})" in described
+    table = next(line for line in (ROOT / "docs" / "operations.md").read_text().splitlines() if "(outputs)" in line)
+    assert all(f"`{name}`" in table for name in OUTPUTS if name != "updates") and "`<realm>.updates`" in table

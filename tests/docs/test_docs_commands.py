@@ -88,3 +88,38 @@ def test_an_offline_command_of_the_docs_runs_as_written(doc: str, command: str, 
         assert done.stderr.strip().startswith(expected), (expected, done.stderr)
     else:
         assert done.returncode == 0, (doc, command, done.stderr)
+
+
+API = ROOT / "docs" / "api.md"
+_PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+
+@pytest.mark.kafka
+def test_the_client_api_commands_and_snippets_run_as_written(workdir: Path) -> None:
+    """docs/api.md's command lines, then its Python snippets, each as pasted, in order, with the real embedded broker
+    the first line starts (its runtime folder the test's own) and nothing else set; the broker is stopped after."""
+    lines = commands(API)
+    assert lines and lines[0][0].split() == ["pubsub", "broker", "start"], lines
+    snippets = _PYTHON_BLOCK.findall(API.read_text())
+    assert len(snippets) == 3
+    env = {**_env(workdir), "PUBSUB_RUNTIME_DIR": str(workdir / "runtime")}
+    python = workdir / ".venv" / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # this checkout's venv, as .venv/bin/python
+    python.chmod(0o755)
+    try:
+        outputs = []
+        for command, _ in lines:
+            done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=workdir, env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
+            outputs.append(done.stdout)
+        for snippet in snippets:
+            done = subprocess.run([str(python), "-c", snippet], cwd=workdir, env=env, capture_output=True, text=True,
+                                  timeout=300)
+            assert done.returncode == 0 and done.stderr == "", (snippet, done.stderr)
+            outputs.append(done.stdout)
+    finally:
+        subprocess.run(["pubsub", "broker", "stop"], cwd=workdir, env=env, capture_output=True, timeout=120)
+    published = [line for line in outputs if '"topic": "polkadot.upward"' in line]
+    assert published and '"key": "1000"' in published[0]
+    assert outputs[-1].startswith("polkadot.upward ")  # the snippet published after the command did

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from producers.client import Client, Connection, FollowStats, InvalidRecordError
+from producers.client import Client, Connection, FollowStats, InvalidRecordError, Publish
 from producers.readers.export import export_realm
 from producers.schemas import validate
 from producers.transport.kafka_io import ProducedRecord, produce, read_topic, route_event_log
@@ -131,3 +131,26 @@ def test_reading_a_topic_gives_its_records_checked_against_the_schema(kafka_sett
     produce(kafka_settings, [ProducedRecord(f"{realm}.seals", b"9", b'{"number":9}', (("id", b"seal/9"),))])
     bad = run_example("api_read.py", kafka_settings, f"{realm}.seals")
     assert bad.returncode == 1 and "does not follow urn:rfc0160-pubsub:schema:seal:v1" in bad.stderr
+
+
+def test_a_seed_the_genesis_does_not_list_for_the_para_is_refused_at_once(kafka_settings: Settings) -> None:
+    """A wrong seed is a typed error when the publisher is made (the genesis read), with the keys the genesis lists,
+    and nothing reaches the upward topic; the example's own script says so in one line."""
+    from producers.client import UnknownSignerError
+
+    realm = fresh_realm(kafka_settings)
+    listed = signer("collator/1000")
+    genesis = GenesisRecord(KeyRegistry({1000: frozenset({listed.public_key})}), Genesis((), ()))
+    produce(kafka_settings, [ProducedRecord(f"{realm}.genesis", realm.encode(), json.dumps(genesis.to_json()).encode())])
+    client = Client(Connection(str(kafka_settings.kafka_bootstrap)))
+    wrong = blake2_256(b"api-test/not-a-collator")
+    with pytest.raises(UnknownSignerError) as raised:
+        client.publisher(realm, 1000, wrong)
+    assert raised.value.para == 1000 and raised.value.listed == frozenset({listed.public_key})
+    assert "0x" + listed.public_key.hex() in str(raised.value)
+    done = run_example("api_publish.py", kafka_settings, realm, "1000", wrong.hex(), "price=1")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "is not one" in done.stderr
+    assert read_topic(kafka_settings, f"{realm}.upward") == []
+    right = client.publisher(realm, 1000, blake2_256(b"rfc0160/workload/collator/1000"))
+    assert right.publish([Publish(blake2_256(b"price"), b"1", 0)]).position == 0

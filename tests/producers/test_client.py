@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,7 +42,7 @@ def test_a_built_publish_passes_admission_for_its_para_and_no_other() -> None:
     registry = KeyRegistry({2000: frozenset({signer.public_key})})
     admitted = authenticate(registry, "kusama", "upward", "2000", envelope.encode())
     assert admitted.envelope.seqno == 5
-    assert decode_versioned_xcm(admitted.envelope.data).instructions == tuple(items)
+    assert decode_versioned_xcm(admitted.envelope.data).instructions == tuple(item.instruction() for item in items)
     registry_2001 = KeyRegistry({2001: frozenset({signer.public_key})})
     with pytest.raises(Unauthenticated):  # signed for kusama/2000: not valid on polkadot, nor for para 2001
         authenticate(registry, "polkadot", "upward", "2000", envelope.encode())
@@ -51,12 +53,32 @@ def test_a_built_publish_passes_admission_for_its_para_and_no_other() -> None:
 @pytest.mark.parametrize(("items", "seqno", "words"), [
     ([], 1, "1 to 16"),
     ([Publish(bytes(32), b"x")] * 17, 1, "1 to 16"),
-    ([Publish(bytes(32), bytes(1025))], 1, "at most 1024 bytes"),
     ([Publish(bytes(32), b"x")], 0, "above 0"),
 ])
 def test_items_no_relay_takes_are_refused_before_signing(items: list[Publish], seqno: int, words: str) -> None:
     with pytest.raises(PublishError, match=words):
         build_publish(Signer(SEED), "polkadot", 1000, seqno, items)
+
+
+@pytest.mark.parametrize(("key", "value", "ttl", "words"), [
+    (b"abcde", b"v", 0, "key is 32 bytes, got 5 bytes"),
+    (bytes(32), b"v", -1, "TTL is a block count from 0"),
+    (bytes(32), b"v", 1 << 32, "TTL is a block count from 0"),
+    (bytes(32), bytes(1025), 0, "at most 1024 bytes, got 1025 bytes"),
+    ("k" * 32, b"v", 0, "got a str, not bytes"),
+])
+def test_an_item_no_relay_takes_is_a_publish_error_when_made(key: bytes, value: bytes, ttl: int, words: str) -> None:
+    with pytest.raises(PublishError, match=words) as raised:
+        Publish(key, value, ttl)
+    assert isinstance(raised.value, ProducerError)
+
+
+def test_every_error_the_client_exports_derives_from_the_producer_error_root() -> None:
+    errors = [getattr(client, name) for name in client.__all__
+              if isinstance(getattr(client, name), type) and issubclass(getattr(client, name), BaseException)]
+    assert {e.__name__ for e in errors} >= {"ClientError", "PublishError", "UnknownSignerError", "NoKafkaError"}
+    assert all(issubclass(e, ProducerError) for e in errors)
+    assert client.Signer is Signer  # build_publish's signer, exported with it
 
 
 def test_a_connection_comes_from_the_argument_then_the_environment() -> None:
@@ -89,10 +111,47 @@ def test_a_connection_that_cannot_work_is_refused_with_its_setting(kwargs: dict[
     assert caught.value.name == setting
 
 
-def test_the_code_in_docs_api_is_taken_from_the_examples_a_test_runs() -> None:
-    repo = Path(__file__).resolve().parents[2]
-    blocks = (repo / "docs" / "api.md").read_text().split("```python\n")[1:]
-    examples = "\n".join(path.read_text() for path in sorted((repo / "examples").glob("api_*.py")))
-    assert len(blocks) == 3
-    for block in blocks:
-        assert block.split("```", 1)[0] in examples
+NO_BROKER = """
+import json, sys, time
+from producers.client import Client
+from producers.errors import ProducerError
+client = Client(bootstrap="127.0.0.1:1")
+started = time.monotonic()
+try:
+    if sys.argv[1] == "read":
+        client.read(topic="polkadot.seals", timeout=3)
+    else:
+        list(client.follow_updates("polkadot", idle_seconds=3))
+    error = None
+except ProducerError as exc:
+    error = type(exc).__name__ + ": " + str(exc)
+print(json.dumps({"seconds": time.monotonic() - started, "error": error}))
+"""
+
+
+@pytest.mark.parametrize("call", ["read", "follow"])
+def test_without_a_broker_the_client_keeps_its_timeout_and_prints_nothing(call: str) -> None:
+    """No broker at the address: ``read(timeout=3)`` and ``follow_updates(idle_seconds=3)`` end with a typed error
+    after about 3 s (not librdkafka's own 10 s), and Kafka's client library writes nothing to stderr (its log lines
+    go to the ``producers.kafka`` logger). The bound is generous: what is measured is that the timeout is kept."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PUBSUB_")}, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", NO_BROKER, call], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    result = json.loads(done.stdout)
+    assert result["error"] is not None and result["error"].startswith("KafkaIOError: ")
+    assert "did not answer" in result["error"]
+    assert 3.0 <= result["seconds"] < 3.0 + 4.0, result
+
+
+def test_outputs_reads_all_six_output_kinds_by_default_as_the_docs_say() -> None:
+    import inspect
+
+    from pubsub_core.stages.topics import OUTPUTS
+
+    assert inspect.signature(client.Client.outputs).parameters["kinds"].default == OUTPUTS
+    assert "health" in OUTPUTS and len(OUTPUTS) == 6
+    api = " ".join((Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text().split())
+    assert f"all six kinds: {', '.join(OUTPUTS)}" in api

@@ -127,3 +127,21 @@ def test_a_line_whose_value_is_not_its_streams_is_refused() -> None:
     validate("event-log-line", {"topic": "polkadot.upward", "key": "2000", "value": record})
     assert schema_errors("event-log-line", {"topic": "polkadot.horizontal", "key": "2000", "value": record})
     assert schema_errors("event-log-line", {"topic": "polkadot.genesis", "key": "polkadot", "value": record})
+
+
+@pytest.mark.parametrize("written", ["0.0", "0e0", "1.0"])
+def test_an_integer_written_with_a_fraction_is_refused_by_the_schema_as_by_the_simulator(written: str) -> None:
+    """JSON Schema counts 0.0 as an integer; the simulator refuses such a line (MalformedRecord), and so does
+    ``validate``: the schema check and the simulator agree on every line (docs/schemas.md)."""
+    lines = (REPO / "examples" / "minimal.jsonl").read_bytes().splitlines()
+    index = next(i for i, raw in enumerate(lines) if json.loads(raw)["topic"] == "polkadot.extrinsics")
+    raw = lines[index].decode()
+    assert raw.count('"position":0,') == 1
+    bad = raw.replace('"position":0,', f'"position":{written},').encode()
+    outcomes = [r for r in simulate([*lines[:index], bad, *lines[index + 1:]])
+                if r.topic == "polkadot.rejected" and r.id.startswith("ingest/")]
+    assert [r.value["reason"] for r in outcomes] == ["MalformedRecord"]
+    assert schema_errors("event-log-line", json.loads(bad)) != []
+    with pytest.raises(RecordSchemaError, match="is not of type 'integer'"):
+        validate("input-record", json.loads(bad)["value"])
+    validate("input-record", json.loads(raw)["value"])

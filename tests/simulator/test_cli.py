@@ -76,7 +76,7 @@ def test_simulate_refuses_a_bad_seam_from_the_environment(monkeypatch: pytest.Mo
 
 
 def test_simulate_reports_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["simulate", str(tmp_path / "missing.jsonl")]) == 1  # a file error (docs/operations.md)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"subscriber": {"no_such_field": 1}}))
     assert main(["simulate", str(EXAMPLES / "minimal.jsonl"), "--protocol-config", str(config)]) == 2

@@ -214,3 +214,52 @@ def test_proof_validation_incomplete_below_weight_limit() -> None:
     assert caught.value.reason is CheatingReason.MISSING_NODE_BELOW_LIMIT
     assert caught.value.node_hashes and caught.value.publisher == 1000
     assert processing_cursor(h.txn()) is None, "a rejected block changes nothing"
+
+
+
+def state_of(h: Harness) -> dict[str, dict[bytes, bytes]]:
+    """Every namespace of the subscriber's committed state."""
+    return {namespace: h.backend.scan(namespace) for namespace in h.backend.namespaces()}
+
+
+@pytest.mark.parametrize("preset", [False, True], ids=["no-cursor", "cursor-from-an-incomplete-block"])
+def test_the_smallest_budgets_leave_the_cursor_where_the_next_block_resumes(preset: bool) -> None:
+    """Budgets 0, 1 and one read's reserve minus one cannot pay the block's first read (its own cursor): the block
+    is Incomplete, reads and writes nothing, and the stored cursor stays what it was: the (publisher, key) an
+    earlier block did not process, or none. With exactly one read's reserve the first read is paid: a stored
+    cursor (36 bytes) leaves less than a reserve, so the block stops before its work items and keeps it; without
+    one (absent entries cost no proof bytes) the block reaches its first work item and stores it. Either way the
+    next block resumes exactly there (docs/decisions.md, "Subscriber cursor at the smallest budgets")."""
+    config = exact_budget_config(messages_collection_size_limit=10 * MB)  # the budget is the PoV, byte for byte
+    reserve = config.db_read.proof_size + max(config.max_cached_node_size, config.max_value_node_size)
+    assert reserve == config.min_step.proof_size
+    h = Harness(config=config)
+    keys = sorted(key(f"k{i}") for i in range(12))
+    h.publish(1000, {k: entry(k * 4) for k in keys})
+    subs = subs_of({1000: keys})
+    stored: bytes | None = None
+    if preset:
+        predictions = ((n, h.predict(subs, h.context(n)).pov) for n in range(reserve, 20_000, 16))
+        cut_at = next(n for n, pov in predictions if pov.cursor_key == keys[5])
+        cut = h.block(subs, max_pov=cut_at)
+        assert cut.result is ProcessingResult.INCOMPLETE and len(cut.updates) == 5
+        stored = keys[5]
+    before = state_of(h)
+    for budget in (0, 1, reserve - 1):
+        outcome = h.block(subs, max_pov=budget)
+        assert outcome.pov.budget.pubsub == budget
+        assert outcome.result is ProcessingResult.INCOMPLETE, budget
+        assert outcome.updates == () and outcome.events == () and h.proofs[-1].nodes == (), budget
+        assert (outcome.pov.consumed_proof_size, outcome.pov.consumed_ref_time) == (0, 0), budget
+        assert state_of(h) == before, f"budget {budget} changed the subscriber state"
+        # The cursor was not read, so the record cannot name it: null, and the stored one is untouched.
+        assert (outcome.pov.cursor_publisher, outcome.pov.cursor_key) == (None, None), budget
+        assert processing_cursor(h.txn()) == (None if stored is None else (1000, SubscribedKey(stored))), budget
+    one_read = h.block(subs, max_pov=reserve)
+    assert one_read.result is ProcessingResult.INCOMPLETE and one_read.updates == ()
+    resume_at = keys[0] if stored is None else stored
+    assert processing_cursor(h.txn()) == (1000, SubscribedKey(resume_at))
+    assert (one_read.pov.cursor_publisher, one_read.pov.cursor_key) == (1000, resume_at)
+    resumed = h.block(subs)
+    assert resumed.result is ProcessingResult.COMPLETE
+    assert [u.key for u in resumed.updates] == keys[keys.index(resume_at):]
