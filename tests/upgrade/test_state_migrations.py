@@ -139,3 +139,38 @@ def test_a_store_of_a_newer_version_is_refused_in_one_line_and_left_as_it_was(fm
     message = str(refused.value)
     assert "\n" not in message and f"format version {fmt.version + 1}, written by release 9.0.0" in message
     assert backend.scan(fmt.marker) == {b"": newer.encode()} and backend.scan("relay.Genesis") == {b"": b"{...}"}
+
+
+RESUME_REST = """
+import json, sys
+from pubsub_core.simulator import Simulator
+from pubsub_core.stages.relay_stage import RelayStage
+from state import MemoryBackend
+body = json.load(sys.stdin)
+simulator = Simulator()
+simulator.router.offsets, simulator.router.line = body["offsets"], body["line"]
+for realm, stored in body["relays"].items():
+    backend = MemoryBackend()
+    backend.write_many({ns: {bytes.fromhex(k): bytes.fromhex(v) for k, v in e.items()} for ns, e in stored.items()})
+    simulator.relays[realm] = RelayStage(realm, simulator.config, backend)
+out = [r for line in body["lines"] for r in simulator.feed_line(line)]
+print(json.dumps(sorted({r.topic.rpartition(".")[2] + " " + str(r.value.get("reason")) for r in out})))
+"""
+"""Run by the previous release: its Stage R over a current store, fed the rest of the log."""
+
+
+def test_release_0_1_0_over_a_current_store_finds_no_genesis_and_holds_everything(
+        previous_release: Release, handed_over: tuple[list[str], int, dict[str, Any]]) -> None:
+    """What docs/operations.md ("Rolling back") says 0.1.0 does with a 0.2.0 checkpoint: it reads no version, finds
+    no ``simulator.Genesis`` and holds every record as if the realm had no genesis yet: no block, no seal, nothing
+    but the refusals of malformed lines. Hence: restore the checkpoint copied before the upgrade."""
+    lines, cut, handed = handed_over
+    simulator = resumed(handed)
+    current = {realm: {ns: {k.hex(): v.hex() for k, v in stage.backend.scan(ns).items()}
+                       for ns in stage.backend._namespaces} for realm, stage in simulator.relays.items()
+               if isinstance(stage.backend, MemoryBackend)}
+    kinds = previous_release.python(RESUME_REST, {"offsets": handed["offsets"], "line": handed["line"],
+                                                  "relays": current, "lines": lines[cut:]})
+    assert isinstance(kinds, list)
+    assert not [k for k in kinds if k.startswith(("seals", "events"))], kinds
+    assert all(k.startswith("rejected") for k in kinds), kinds
