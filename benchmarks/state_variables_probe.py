@@ -70,7 +70,7 @@ class Probe(StatefulProcessor):
 
 def run_variant(variant: str, base: Path, encoding: str) -> dict[str, Any]:
     """One run on the checkpoint under ``base`` (this process is the run: called by ``main`` in a subprocess)."""
-    from streaming.settings import load_settings
+    from settings.settings import load_settings
     from streaming.spark_session import build_spark
 
     spark = build_spark(load_settings(), app_name="rfc0160-state-variables-probe", log_file=base / "spark.log")

@@ -21,14 +21,14 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from producers.export import export_line, interleave
-from producers.kafka_io import ConsumedRecord, read_topic
+from producers.readers.export import export_line, interleave
+from producers.transport.kafka_io import ConsumedRecord, read_topic
 from producers.workload import WorkloadSpec, generate
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import BlockHeader, InputRecord
 from pubsub_core.stages.topics import input_topics
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from supervise.verify import check_outputs
 from tests.integration.test_author import without_blocks
 from tests.integration.test_author_snapshot import send
@@ -50,7 +50,8 @@ send(settings, body["realm"], body["lines"])
 author = write_blocks(settings, body["realm"])
 print(json.dumps({"resumed": author.resumed_from is not None}))
 """
-"""Run by the previous release: it creates the realm's topics and produces the first part, then its author writes that part's blocks."""
+"""Run by the previous release (its own module paths): it creates the realm's topics and produces the first part,
+then its author writes that part's blocks."""
 
 EXPIRING = ("upward", "horizontal", "extrinsics", "blocks")
 
