@@ -11,6 +11,7 @@ Run from the repository root (under a minute on 2 cores: the session, then about
 
     .venv/bin/python -m benchmarks.mapstate_bench              # 3 runs after a warm-up one; writes the JSON results
     .venv/bin/python -m benchmarks.mapstate_bench --runs 1 --sizes 4 64
+    .venv/bin/python -m benchmarks.mapstate_bench --encoding avro --output benchmarks/results/mapstate-avro.json
 
 What a run is: one streaming query (a fresh checkpoint) over a folder of one-row JSON files, one file per
 micro-batch (maxFilesPerTrigger=1, available-now). Each pattern is a grouping key that gets 1 + ``--rewrites``
@@ -397,8 +398,12 @@ def check(timings: Sequence[Timing]) -> None:
         raise RuntimeError(f"values read back differ from those written: {wrong[:3]}")
 
 
-def run_all(chosen: Sequence[Pattern], runs: int, rewrites: int) -> list[Timing]:
-    """Every run in one session built as the job's, its checkpoints and Spark's log in a temporary folder."""
+ENCODING_CONF = "spark.sql.streaming.stateStore.encodingFormat"
+
+
+def run_all(chosen: Sequence[Pattern], runs: int, rewrites: int, encoding: str = "unsaferow") -> list[Timing]:
+    """Every run in one session built as the job's, its checkpoints and Spark's log in a temporary folder;
+    ``encoding``: the state store's encoding format (each run's checkpoint is fresh, so the session's value holds)."""
     from settings.settings import load_settings
     from streaming.spark_session import build_spark
 
@@ -408,6 +413,7 @@ def run_all(chosen: Sequence[Pattern], runs: int, rewrites: int) -> list[Timing]
     try:
         spark = build_spark(load_settings(), app_name="rfc0160-mapstate-bench",
                             log_file=scratch / "runtime" / "spark.log")
+        spark.conf.set(ENCODING_CONF, encoding)
         try:
             for run in range(runs):
                 started = time.perf_counter()
@@ -434,6 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--total-mib", type=int, default=4, help="MiB per byte pattern (default 4)")
     parser.add_argument("--min-values", type=int, default=4, help="values per byte pattern at least (default 4)")
     parser.add_argument("--rewrites", type=int, default=2, help="read-and-update batches after the write (default 2)")
+    parser.add_argument("--encoding", choices=("unsaferow", "avro"), default="unsaferow",
+                        help=f"{ENCODING_CONF} of the runs' checkpoints (default unsaferow, the job's)")
     parser.add_argument("--output", type=Path, default=None,
                         help="where the JSON results go (default benchmarks/results/mapstate.json)")
     args = parser.parse_args(argv)
@@ -448,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts = machine()  # before Spark starts: its load average is this run's start
     load_start = facts["load_average"]
     console.print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}")
-    timings = run_all(chosen, args.warmup + args.runs, args.rewrites)
+    timings = run_all(chosen, args.warmup + args.runs, args.rewrites, args.encoding)
     load_end = os.getloadavg()
     check(timings)
     counted = [t for t in timings if t.run >= args.warmup]

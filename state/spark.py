@@ -9,20 +9,23 @@ protocol work for one grouping key costs a few calls per namespace, whatever the
 With ``single_page_bytes`` (and the page directory, which records each namespace's page count), a new namespace
 starts as one page and is split into ``default_pages`` pages once that page passes the size: most namespaces are
 small, and a batch that touches a few of their keys then costs one call to read and one to write them instead of
-one per page touched. A namespace stored before keeps its page count (the directory records none for it).
+one per page touched. The directory records where every namespace is (its page count, or its bundle), and a
+reader follows it, whichever configuration wrote it: the layout is described by the store, never inferred.
 
 With ``bundle_bytes`` as well, one-page namespaces are packed together: each lives in a bundle, one MapState
 value of up to that many bytes holding several namespaces' encoded pages, and the directory records which. A
 stage whose batches touch most of its many small namespaces (Stage S: a cache, key and reference namespace per
 publisher followed) then reads and writes a few bundles instead of a page per namespace, the same bytes in a
-fraction of the calls. A namespace kept on its own page before bundles moves into one when it is next written.
+fraction of the calls. A one-page namespace the directory records on its own page (written by a backend without
+bundles) moves into a bundle when it is next written.
 
 This module does not import pyspark. The stateful processor (streaming/) declares the MapState in its init():
 
     pages = handle.getMapState(PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
 
 and builds one `SparkStateBackend(pages, ...)` per grouping key inside handleInputRows (Spark scopes MapState to
-the current key). The page count of a namespace is part of the stored format: changing it needs a migration.
+the current key). The page layout is part of both stages' stored formats (pubsub_core/stages/relay_state.py,
+subscriber_state.py): a change to it is a new format version with its migration.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ PAGE_KEY_SCHEMA = "namespace string, page int"
 PAGE_VALUE_SCHEMA = "data binary"
 DIRECTORY_KEY = ("pubsub.directory", -1)
 """Where ``page_directory`` keeps the list of stored pages (no namespace has page -1). Each entry's value is the
-namespace's page count as a u32, or empty for ``default_pages`` (all a directory written before it holds); a
+namespace's page count as a u32, or empty for ``default_pages``; a
 namespace in a bundle is listed with page ``BUNDLED_PAGE`` and its bundle's number as a u32."""
 BUNDLE_NAMESPACE = "pubsub.bundle"
 """Bundle ``n`` is stored under (BUNDLE_NAMESPACE, -1 - n): a negative page, which no namespace's page is."""
@@ -405,7 +408,7 @@ class SparkStateBackend:
                 continue
             entries = self._load(namespace, 0)
             if bundle is None:
-                if (namespace, 0) in directory:  # kept on its own page before bundles: moves into one
+                if (namespace, 0) in directory:  # on its own page (a backend without bundles wrote it): moves
                     self.jvm_calls += 1
                     self._state.removeKey((namespace, 0))
                     directory.discard((namespace, 0))

@@ -1,12 +1,15 @@
 """Shared test configuration: Hypothesis profiles (derandomized in CI so a run is reproducible), and the
-``pure_python`` marker for tests that spy on Python functions (compiled code calls past their spies)."""
+``pure_python`` marker for tests that spy on Python functions (compiled code calls past their spies), and the
+previous release's tree for the migration tests."""
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from state.native import PURE_PYTHON_ENV, compiled
+from tests.support.releases import PREVIOUS, Release, release_tree
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
@@ -24,3 +27,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "pure_python" in item.keywords:
             item.add_marker(moved)
+
+
+@pytest.fixture(scope="session")
+def previous_release() -> Iterator[Release]:
+    """The release the current code takes over from, checked out from git once for the session."""
+    with release_tree(PREVIOUS) as release:
+        yield release

@@ -14,6 +14,11 @@ segments not yet cleaned. Anyone may write to a topic, so a snapshot is a signed
 ``author-state``, origin ``author``, seqno = the block number) and a reader keeps only those an author key of
 the genesis signed. Any genuine snapshot is a consistent state of the author at some block: an older one
 replayed by a third party only makes the restart read more.
+
+The snapshot's JSON carries its format version (``SNAPSHOT_VERSION``) and, from version 2 on, the release that
+wrote it. Version 1 (release 0.1.0) is version 2 without ``release``; ``from_json`` reads it through
+``_v1_to_v2``. A genuine snapshot of a newer version stops the author (``FormatTooNewError``): it is never read by
+guesswork nor skipped as if forged (the author would then rebuild from an older one, or from the topics).
 """
 
 from __future__ import annotations
@@ -25,14 +30,17 @@ from dataclasses import dataclass
 from pubsub_core.envelope import Envelope, Signer, Topic, verify_signature
 from pubsub_core.envelope.errors import EnvelopeDecodeError
 from pubsub_core.relay import canonical_json
+from pubsub_core.release import RELEASE
+from state.formats import FormatTooNewError
 
-__all__ = ["AUTHOR_STATE", "SNAPSHOT_KEY", "SNAPSHOT_VERSION", "AuthorSnapshot", "open_snapshot", "snapshot_record"]
+__all__ = ["AUTHOR_STATE", "SNAPSHOT_FORMAT", "SNAPSHOT_KEY", "SNAPSHOT_VERSION", "AuthorSnapshot", "open_snapshot", "snapshot_record"]
 
 AUTHOR_STATE = "author-state"
 """The snapshot topic's name within the realm (``<realm>.author-state``)."""
 SNAPSHOT_KEY = b"author"
 """The one key of the compacted topic: a realm has one author state."""
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+SNAPSHOT_FORMAT = "author snapshot (author-state)"
 
 Slot = tuple[str, str]
 
@@ -59,6 +67,7 @@ class AuthorSnapshot:
     def to_json(self) -> dict[str, object]:
         return {
             "version": SNAPSHOT_VERSION,
+            "release": RELEASE,
             "number": self.number,
             "hash": self.hash.hex(),
             "block_offset": self.block_offset,
@@ -72,9 +81,16 @@ class AuthorSnapshot:
 
     @classmethod
     def from_json(cls, body: Mapping[str, object]) -> AuthorSnapshot:
-        """Inverse of ``to_json``; ``ValueError``/``TypeError``/``KeyError`` on anything else."""
-        if body["version"] != SNAPSHOT_VERSION:
-            raise ValueError(f"snapshot version {body['version']!r}")
+        """Inverse of ``to_json`` (an older version migrated first); ``FormatTooNewError`` for a newer version,
+        ``ValueError``/``TypeError``/``KeyError`` on anything else."""
+        version = _int(body["version"])
+        if version > SNAPSHOT_VERSION:
+            raise FormatTooNewError(SNAPSHOT_FORMAT, version, str(body.get("release", "?")), SNAPSHOT_VERSION,
+                                    RELEASE)
+        if version < 1:
+            raise ValueError(f"snapshot version {version}")
+        if version == 1:
+            body = _v1_to_v2(body)
         return cls(
             _int(body["number"]),
             bytes.fromhex(str(body["hash"])),
@@ -86,6 +102,11 @@ class AuthorSnapshot:
              for s, o, rows in _rows(body["buffered"], 3)},
             {str(s): _int(n) for s, n in _mapping(body["offsets"]).items()},
         )
+
+
+def _v1_to_v2(body: Mapping[str, object]) -> Mapping[str, object]:
+    """Version 1 (release 0.1.0) to 2: the same fields, and the release that wrote it."""
+    return {**body, "version": 2, "release": "0.1.0"}
 
 
 def snapshot_record(realm: str, signer: Signer, snapshot: AuthorSnapshot) -> bytes:
@@ -107,7 +128,13 @@ def open_snapshot(realm: str, author_keys: frozenset[bytes], value: bytes | None
             or not verify_signature(envelope)):
         return None
     try:
-        snapshot = AuthorSnapshot.from_json(json.loads(envelope.data))
+        body = json.loads(envelope.data)
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    try:
+        snapshot = AuthorSnapshot.from_json(body)
     except (ValueError, TypeError, KeyError):
         return None
     return snapshot if snapshot.number == envelope.seqno else None

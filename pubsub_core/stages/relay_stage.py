@@ -14,14 +14,11 @@ order. Pure apart from the state backend it owns, which holds everything it keep
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
 
 from state import MemoryBackend, StateBackend, StateTransaction
 
-from pubsub_core.codec.memo import DecodeMemo
 from pubsub_core.envelope import Envelope, Unauthenticated
 from pubsub_core.envelope.errors import EnvelopeDecodeError
 from pubsub_core.relay import (
@@ -34,10 +31,9 @@ from pubsub_core.relay import (
     RelayMachine,
     RecordOutcome,
     Status,
-    canonical_json,
 )
 from pubsub_core.relay.machine import relay_tries
-from pubsub_core.relay.void import VoidOrder, is_void
+from pubsub_core.relay.void import is_void
 from pubsub_core.router import pending_inbound
 from pubsub_core.router.relay_adapter import RelayRouter
 from pubsub_core.subscriber.calls import (
@@ -48,6 +44,7 @@ from pubsub_core.subscriber.calls import (
 )
 from pubsub_core.stages.config import Seam, ProtocolConfig
 from pubsub_core.stages.ingest import short
+from pubsub_core.stages.relay_state import RELAY_STATE, QueueEntry, RelayBook
 from pubsub_core.stages import stall
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import (
@@ -83,7 +80,7 @@ def _views(backend: StateBackend, realm: str, seam: Seam, header: BlockHeader, r
     subscribers = sorted(pending)
     if not subscribers:
         return ()
-    book = _Book(StateTransaction(backend))
+    book = RelayBook(StateTransaction(backend))
     txn = StateTransaction(backend)
     try:
         proofs = relay_tries(txn).prove_each_hashed([declared.get(subscriber, {}) for subscriber in subscribers])
@@ -101,7 +98,7 @@ def _views(backend: StateBackend, realm: str, seam: Seam, header: BlockHeader, r
     return tuple(views)
 
 
-def _seam_nodes(book: _Book, seam: Seam, subscriber: int, proof: dict[bytes, bytes]) -> tuple[tuple[bytes, ...], bool]:
+def _seam_nodes(book: RelayBook, seam: Seam, subscriber: int, proof: dict[bytes, bytes]) -> tuple[tuple[bytes, ...], bool]:
     """What a view carries of the proof P_n (``proof``: node -> hash; sent sorted by node): all of it
     (``full``) for a subscriber's first view and under ``seam: "full"``; otherwise the nodes not in its
     previous view's P_{n-1}. Remembers P_n's hashes either way, so the next view can be a delta whatever this
@@ -117,15 +114,16 @@ def _seam_nodes(book: _Book, seam: Seam, subscriber: int, proof: dict[bytes, byt
 
 class RelayStage:
     """One realm's relay chain. Everything it keeps is in its state backend (a MemoryBackend in the simulator,
-    the realm's state store in the Spark job): the relay state, and its own bookkeeping under ``simulator.*``
-    (genesis, records held until the genesis, buffered records, included positions, seqnos received, blocks
-    waiting for records, subscriptions). A new stage over the same backend therefore carries on where the last
-    one stopped."""
+    the realm's state store in the Spark job): the relay state, and its own bookkeeping (``relay_state``: genesis,
+    records held until the genesis, buffered records, included positions, seqnos received, blocks waiting for
+    records, subscriptions). A new stage over the same backend therefore carries on where the last one stopped;
+    it opens the backend with ``RELAY_STATE``, which migrates an older format and refuses a newer one."""
 
     def __init__(self, realm: str, config: ProtocolConfig, backend: StateBackend | None = None) -> None:
         self.realm = realm
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
+        RELAY_STATE.open_store(self.backend)
         self._machine: RelayMachine | None = None
         self._awaited: str | None = None
         """The record the first waiting block misses, None when unknown. Until it arrives no other record can
@@ -137,7 +135,7 @@ class RelayStage:
     def feed(self, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
         """Take one parsed record: the refusals it caused now (its own; with a genesis, those of the records
         held until it), then the blocks it made ready, in order. Commits the stage's bookkeeping once."""
-        book = _Book(StateTransaction(self.backend))
+        book = RelayBook(StateTransaction(self.backend))
         value = log.value
         immediate: list[OutputRecord] = []
         steps: list[RelayStep] = []
@@ -158,7 +156,7 @@ class RelayStage:
         """End of input: records held for a genesis that never came, blocks still waiting for records, and
         records no block included, are rejected."""
         self._awaited = None
-        book = _Book(StateTransaction(self.backend))
+        book = RelayBook(StateTransaction(self.backend))
         out = [self._refusal(log, "rejected", "NoGenesis", "the realm's genesis never arrived")
                for log in book.release(self.realm)]
         while (entry := book.first_waiting()) is not None:
@@ -192,7 +190,7 @@ class RelayStage:
                                  SimOutcome(None, log.value.record_id, status, reason, detail))
         return self._outcome(f"ingest/{log.log_id}", log.key, SimOutcome(None, log.log_id, status, reason, detail))
 
-    def _genesis(self, book: _Book, log: LogRecord,
+    def _genesis(self, book: RelayBook, log: LogRecord,
                  genesis: GenesisRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
         """Start the realm from its first genesis record (refused if ``trusted_genesis`` pins another one), then
         take the records held until it, in arrival order. A later genesis is refused."""
@@ -211,7 +209,7 @@ class RelayStage:
             steps += ready
         return immediate, steps
 
-    def _hold(self, book: _Book, log: LogRecord) -> list[OutputRecord]:
+    def _hold(self, book: RelayBook, log: LogRecord) -> list[OutputRecord]:
         """Keep a record that came before the realm's genesis (nothing can authenticate it yet), up to
         ``max_held_before_genesis``."""
         held = book.held_count()
@@ -221,7 +219,7 @@ class RelayStage:
         book.hold(log)
         return []
 
-    def _machine_for(self, book: _Book) -> RelayMachine | None:
+    def _machine_for(self, book: RelayBook) -> RelayMachine | None:
         """The realm's block machine, from the stored genesis; None while the realm has none."""
         if self._machine is None:
             genesis = book.genesis()
@@ -234,7 +232,7 @@ class RelayStage:
         return RelayMachine(self.config.relay_config(self.realm, genesis.registry),
                             router_factory=lambda: RelayRouter(router))
 
-    def _start(self, book: _Book, genesis: GenesisRecord) -> RelayMachine:
+    def _start(self, book: RelayBook, genesis: GenesisRecord) -> RelayMachine:
         """Create the realm's block machine (with the real router), write its genesis state and remember it."""
         machine = self._make(genesis)
         machine.initialize(self.backend, genesis.genesis)
@@ -243,7 +241,7 @@ class RelayStage:
         self._machine = machine
         return machine
 
-    def _arrive(self, book: _Book, machine: RelayMachine, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
+    def _arrive(self, book: RelayBook, machine: RelayMachine, log: LogRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
         """A record or block of a realm that has its genesis: its refusal, or the blocks it made ready."""
         record = log.value
         assert isinstance(record, InputRecord)  # a genesis record never gets here
@@ -266,7 +264,7 @@ class RelayStage:
         return self._health(book), steps
 
     # -- stalls ------------------------------------------------------------------------------------------
-    def _hold_full(self, book: _Book, record: InputRecord) -> str | None:
+    def _hold_full(self, book: RelayBook, record: InputRecord) -> str | None:
         """While the realm is stalled, why ``record`` (not a void order) cannot be held: what Stage R holds is
         at ``max_held_records`` or would pass ``max_held_bytes``. Checked before anything else, so the record
         spends no seqno and can be produced again, unchanged, once the realm moves. None: it may be held."""
@@ -279,7 +277,7 @@ class RelayStage:
                     f"{config.max_held_records}, {config.max_held_bytes})")
         return None
 
-    def _health(self, book: _Book) -> list[OutputRecord]:
+    def _health(self, book: RelayBook) -> list[OutputRecord]:
         """The health records of a change of the waiting queue: ``Resumed`` when the block declared stalled left
         it; ``Stalled`` when the first waiting block still misses records with ``stall_after_blocks`` blocks
         queued behind it (once per block)."""
@@ -300,14 +298,14 @@ class RelayStage:
                 book.set_stall((head.log_id, header.number))
         return out
 
-    def _voids(self, book: _Book, header: BlockHeader) -> tuple[dict[tuple[str, str, int], str], list[_Entry],
-                                                                 list[tuple[_Entry, str]]]:
+    def _voids(self, book: RelayBook, header: BlockHeader) -> tuple[dict[tuple[str, str, int], str], list[QueueEntry],
+                                                                 list[tuple[QueueEntry, str]]]:
         """The void orders queued for the first waiting block ``header``: the positions they void (each with its
         order's log id), the orders that apply, and those that cannot (with why: a range outside what the block
         still has to fill). Reads the state only."""
         voids: dict[tuple[str, str, int], str] = {}
-        valid: list[_Entry] = []
-        invalid: list[tuple[_Entry, str]] = []
+        valid: list[QueueEntry] = []
+        invalid: list[tuple[QueueEntry, str]] = []
         last = header.last_included()
         for entry in book.queued_voids(header.number):
             assert entry.order is not None
@@ -324,14 +322,14 @@ class RelayStage:
                     voids.setdefault(position, entry.log_id)
         return voids, valid, invalid
 
-    def _void_refusal(self, entry: _Entry, reason: str, detail: str) -> OutputRecord:
+    def _void_refusal(self, entry: QueueEntry, reason: str, detail: str) -> OutputRecord:
         return self._outcome(f"block/{entry.log_id}", entry.key,
                              SimOutcome(None, entry.record.record_id, "rejected", reason, detail))
 
     def waiting(self, shown: int = 4) -> stall.WaitingStatus | None:
         """The first waiting block as the job shows it live (``shown`` missing positions at most), or None when
         no block waits. Writes nothing but the count of what is held, when a state from before it lacks it."""
-        book = _Book(StateTransaction(self.backend))
+        book = RelayBook(StateTransaction(self.backend))
         head = book.first_waiting()
         if head is None or head.header is None:
             book.txn.rollback()
@@ -343,7 +341,7 @@ class RelayStage:
         book.txn.commit()
         return status
 
-    def _record(self, book: _Book, machine: RelayMachine, log: LogRecord, record: InputRecord) -> OutputRecord | None:
+    def _record(self, book: RelayBook, machine: RelayMachine, log: LogRecord, record: InputRecord) -> OutputRecord | None:
         """Buffer an authentic record at its position, or refuse it: not authentic (admission's ``Malformed``,
         ``BadSignature``, ``NotMember``), a seqno at or below the highest its sender used on this stream and
         origin (ignored ``Duplicate``: a copy or a replay, wherever it was placed), or another envelope at a
@@ -368,7 +366,7 @@ class RelayStage:
         return None
 
     # -- blocks -------------------------------------------------------------------------------------
-    def _missing(self, book: _Book, header: BlockHeader, voids: Collection[tuple[str, str, int]] = (),
+    def _missing(self, book: RelayBook, header: BlockHeader, voids: Collection[tuple[str, str, int]] = (),
                  limit: int = 1) -> list[str]:
         """The first record ids (``limit`` at most) the block includes that have not arrived yet and are not
         ``voids`` (none: an empty list). Stopping there bounds the work by the records buffered and the positions
@@ -385,7 +383,7 @@ class RelayStage:
                         return missing
         return missing
 
-    def _ready_blocks(self, book: _Book) -> list[RelayStep]:
+    def _ready_blocks(self, book: RelayBook) -> list[RelayStep]:
         """Apply queued blocks, in arrival order, while the head of the queue has all its records (or void
         orders queued behind it void them); remember the record the head still misses (``_awaited``). A void
         order that reaches the head of the queue found no waiting block to void: it is refused."""
@@ -413,8 +411,8 @@ class RelayStage:
             steps.append(self._apply(book, entry, voids, valid))
         return steps
 
-    def _apply(self, book: _Book, entry: _Entry, voids: dict[tuple[str, str, int], str],
-               orders: list[_Entry]) -> RelayStep:
+    def _apply(self, book: RelayBook, entry: QueueEntry, voids: dict[tuple[str, str, int], str],
+               orders: list[QueueEntry]) -> RelayStep:
         """Apply one block with the records its manifest includes, less the positions void ``orders`` voided
         (``voids``: a record that arrived at one is dropped, the order wins); a block the machine refuses leaves
         the records buffered for a later block."""
@@ -448,7 +446,7 @@ class RelayStage:
         step = self._step(book, header, result, {r.record_id: r.origin for r in records})
         return replace(step, outputs=(*outcomes, *step.outputs)) if outcomes else step
 
-    def _step(self, book: _Book, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
+    def _step(self, book: RelayBook, header: BlockHeader, result: BlockResult, origins: dict[str, str]) -> RelayStep:
         """Stage R's output records for an applied block (its seal last) and each subscriber's view of it; the
         block's subscription changes apply after the views' proofs."""
         realm, number = self.realm, header.number
@@ -499,12 +497,6 @@ def proof_delta(proof: Sequence[bytes], hashes: Sequence[bytes], previous: Colle
     return tuple(node for node, node_hash in zip(proof, hashes) if node_hash not in previous)
 
 
-_DECLARED: Final[DecodeMemo[dict[int, tuple[bytes, ...]]]] = DecodeMemo(1 << 10)
-"""Declared subscriptions (publisher -> keys, read only) by the stored ``set_subscriptions`` call: every block
-proves every subscriber's declaration, which rarely changes (decoding them every block was 0.7% of the
-simulator benchmark's instructions)."""
-
-
 def _is_void_record(record: InputRecord) -> bool:
     """Whether a ``blocks`` record's envelope carries a void order (unauthenticated: only to let it past the
     hold's limit, where admission then checks it)."""
@@ -514,261 +506,3 @@ def _is_void_record(record: InputRecord) -> bool:
         return is_void(Envelope.decode(record.value).data)
     except EnvelopeDecodeError:
         return False
-
-
-def _slot(stream: str, origin: str) -> bytes:
-    return stream.encode() + b"\x00" + origin.encode() + b"\x00"
-
-
-def _buffer_key(stream: str, origin: str, position: int) -> bytes:
-    """stream ‖ 0 ‖ origin ‖ 0 ‖ u64 BE position (streams hold no 0 byte, the position's length is fixed)."""
-    return _slot(stream, origin) + position.to_bytes(8, "big")
-
-
-_ENVELOPE: Final = b"\x01"
-"""First byte of a buffered record's stored value: the envelope's bytes follow (the key holds the rest). Older
-states hold the record's JSON with the envelope in hex, which cost 3% of the simulator's run to encode and decode;
-JSON values start with ``{``, so such a state still reads."""
-
-
-def _buffered_record(stream: str, origin: str, position: int, raw: bytes) -> InputRecord:
-    if raw[:1] == _ENVELOPE:
-        return InputRecord(stream, origin, position, raw[1:])
-    return InputRecord.from_json(json.loads(raw))
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One entry of Stage R's queue: a block (``header``) or a void order (``order``), with its ``blocks`` record,
-    its line's log id and key, and its place in the queue (``slot``)."""
-
-    slot: bytes
-    log_id: str
-    key: str
-    record: InputRecord
-    header: BlockHeader | None
-    order: VoidOrder | None
-
-    @classmethod
-    def parse(cls, slot: bytes, raw: bytes) -> _Entry:
-        body = json.loads(raw)
-        void = body.get("void")
-        order = None if void is None else VoidOrder(int(void["block"]), tuple(
-            (str(s), str(o), int(first), int(last)) for s, o, first, last in void["ranges"]))
-        header = None if "header" not in body else BlockHeader.from_json(body["header"])
-        return cls(slot, str(body["log_id"]), str(body["key"]), InputRecord.from_json(body["record"]), header, order)
-
-
-class _Book:
-    """Stage R's bookkeeping in its StateTransaction (namespaces ``simulator.*``, JSON or SCALE values)."""
-
-    GENESIS: Final = "simulator.Genesis"
-    HELD: Final = "simulator.Held"  # u64 BE arrival number -> {stream, key, offset, record} JSON, before the genesis
-    HELD_COUNT: Final = "simulator.HeldCount"  # u64 LE: how many records are held
-    RECEIVED: Final = "simulator.Received"  # slot ‖ sender -> u64 LE highest seqno received from it (authentic)
-    BUFFER: Final = "simulator.Buffer"  # slot ‖ u64 BE position -> 0x01 ‖ envelope (InputRecord JSON before)
-    INCLUDED: Final = "simulator.Included"  # slot -> u64 LE last included position
-    WAITING: Final = "simulator.Waiting"  # u64 BE arrival number -> {log_id, key, record, header} JSON
-    SUBSCRIPTIONS: Final = "simulator.Subscriptions"  # u32 BE subscriber -> set_subscriptions call
-    LAST_VIEW: Final = "simulator.LastView"  # u32 BE subscriber -> u64 BE block of its latest view
-    SENT_NODES: Final = "simulator.SentNodes"  # u32 BE subscriber -> its latest view's P_n: 32-byte hashes, sorted
-    HELD_SIZE: Final = "simulator.HeldSize"  # u64 LE records and queued blocks ‖ u64 LE their envelopes' bytes
-    STALL: Final = "simulator.Stall"  # {log_id, block} JSON of the waiting block declared stalled
-    VOIDS_QUEUED: Final = "simulator.VoidsQueued"  # u64 LE: how many void orders wait in WAITING
-
-    def __init__(self, txn: StateTransaction) -> None:
-        self.txn = txn
-
-    def genesis(self) -> GenesisRecord | None:
-        raw = self.txn.get_value(self.GENESIS)
-        return None if raw is None else GenesisRecord.from_json(json.loads(raw))
-
-    def set_genesis(self, genesis: GenesisRecord) -> None:
-        self.txn.set_value(self.GENESIS, canonical_json(genesis.to_json()).encode())
-
-    def held_count(self) -> int:
-        raw = self.txn.get_value(self.HELD_COUNT)
-        return 0 if raw is None else int.from_bytes(raw, "little")
-
-    def hold(self, log: LogRecord) -> None:
-        """Keep a record until the realm's genesis, after those already held."""
-        assert isinstance(log.value, InputRecord)
-        number = self.held_count()
-        body = {"stream": log.stream, "key": log.key, "offset": log.offset, "record": log.value.to_json()}
-        self.txn.put(self.HELD, number.to_bytes(8, "big"), canonical_json(body).encode())
-        self.txn.set_value(self.HELD_COUNT, (number + 1).to_bytes(8, "little"))
-
-    def release(self, realm: str) -> list[LogRecord]:
-        """Every held record, in arrival order, no longer held."""
-        held = []
-        for number, raw in sorted(self.txn.items(self.HELD).items()):
-            body = json.loads(raw)
-            held.append(LogRecord(realm, str(body["stream"]), str(body["key"]), int(body["offset"]),
-                                  InputRecord.from_json(body["record"])))
-            self.txn.delete(self.HELD, number)
-        self.txn.set_value(self.HELD_COUNT, None)
-        return held
-
-    def received(self, stream: str, origin: str, sender: bytes) -> int | None:
-        """The highest seqno of ``sender`` received in an authentic envelope on (stream, origin), if any."""
-        raw = self.txn.get(self.RECEIVED, _slot(stream, origin) + sender)
-        return None if raw is None else int.from_bytes(raw, "little")
-
-    def set_received(self, stream: str, origin: str, sender: bytes, seqno: int) -> None:
-        self.txn.put(self.RECEIVED, _slot(stream, origin) + sender, seqno.to_bytes(8, "little"))
-
-    def included(self, stream: str, origin: str) -> int:
-        raw = self.txn.get(self.INCLUDED, _slot(stream, origin))
-        return -1 if raw is None else int.from_bytes(raw, "little")
-
-    def set_included(self, stream: str, origin: str, position: int) -> None:
-        if position > self.included(stream, origin):
-            self.txn.put(self.INCLUDED, _slot(stream, origin), position.to_bytes(8, "little"))
-
-    def buffered_at(self, stream: str, origin: str, position: int) -> InputRecord | None:
-        raw = self.txn.get(self.BUFFER, _buffer_key(stream, origin, position))
-        return None if raw is None else _buffered_record(stream, origin, position, raw)
-
-    def has_buffered(self, stream: str, origin: str, position: int) -> bool:
-        """Whether a record is buffered at that position (``buffered_at`` without decoding it)."""
-        return self.txn.get(self.BUFFER, _buffer_key(stream, origin, position)) is not None
-
-    def buffer(self, record: InputRecord) -> None:
-        self.txn.put(self.BUFFER, _buffer_key(record.stream, record.origin, record.position), _ENVELOPE + record.value)
-        self._held(1, len(record.value))
-
-    def unbuffer(self, record: InputRecord) -> None:
-        """Drop a buffered record (``record`` is one ``buffered_at`` or ``buffered`` returned)."""
-        self.txn.delete(self.BUFFER, _buffer_key(record.stream, record.origin, record.position))
-        self._held(-1, -len(record.value))
-
-    def start_held_size(self) -> None:
-        self.txn.set_value(self.HELD_SIZE, bytes(16))
-
-    def _held(self, count: int, size: int) -> None:
-        """Count a record or block in (or out of) what is held; a state from before the count kept finds it
-        again in ``held_size``."""
-        raw = self.txn.get_value(self.HELD_SIZE)
-        if raw is not None:
-            count += int.from_bytes(raw[:8], "little")
-            size += int.from_bytes(raw[8:], "little")
-            self.txn.set_value(self.HELD_SIZE, count.to_bytes(8, "little") + size.to_bytes(8, "little"))
-
-    def held_size(self) -> tuple[int, int]:
-        """Records buffered and blocks queued, and their envelopes' bytes."""
-        raw = self.txn.get_value(self.HELD_SIZE)
-        if raw is None:  # counted once from the state itself, then kept
-            records = [(1, len(raw_value) - 1) for raw_value in self.txn.items(self.BUFFER).values()]
-            blocks = [(1, len(InputRecord.from_json(json.loads(raw_value)["record"]).value))
-                      for raw_value in self.txn.items(self.WAITING).values()]
-            self.start_held_size()
-            self._held(len(records) + len(blocks), sum(size for _, size in (*records, *blocks)))
-            raw = self.txn.get_value(self.HELD_SIZE)
-            assert raw is not None
-        return int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
-
-    def stall(self) -> tuple[str, int] | None:
-        """The waiting block declared stalled: its log id and number."""
-        raw = self.txn.get_value(self.STALL)
-        if raw is None:
-            return None
-        body = json.loads(raw)
-        return str(body["log_id"]), int(body["block"])
-
-    def set_stall(self, declared: tuple[str, int] | None) -> None:
-        value = None if declared is None else canonical_json({"log_id": declared[0], "block": declared[1]}).encode()
-        self.txn.set_value(self.STALL, value)
-
-    def buffered(self) -> list[InputRecord]:
-        """Every buffered record, by stream, origin and position."""
-        records = []
-        for key, raw in sorted(self.txn.items(self.BUFFER).items()):
-            stream, _, rest = key.partition(b"\x00")  # the inverse of ``_buffer_key``
-            records.append(_buffered_record(stream.decode(), rest[:-9].decode(), int.from_bytes(rest[-8:], "big"), raw))
-        return records
-
-    def _push(self, body: dict[str, object], record: InputRecord) -> None:
-        entries = self.txn.items(self.WAITING)
-        number = int.from_bytes(max(entries), "big") + 1 if entries else 0
-        self.txn.put(self.WAITING, number.to_bytes(8, "big"), canonical_json(body).encode())
-        self._held(1, len(record.value))
-
-    def push_waiting(self, log_id: str, key: str, record: InputRecord, admitted: BlockHeader | VoidOrder) -> None:
-        """Queue a block, or a void order (it waits with the blocks, in the blocks topic's order)."""
-        body: dict[str, object] = {"log_id": log_id, "key": key, "record": record.to_json()}
-        if isinstance(admitted, VoidOrder):
-            body["void"] = {"block": admitted.block, "ranges": [list(r) for r in admitted.ranges]}
-            self._count_voids(1)
-        else:
-            body["header"] = admitted.to_json()
-        self._push(body, record)
-
-    def _count_voids(self, change: int) -> None:
-        count = self.voids_queued() + change
-        self.txn.set_value(self.VOIDS_QUEUED, count.to_bytes(8, "little") if count else None)
-
-    def voids_queued(self) -> int:
-        raw = self.txn.get_value(self.VOIDS_QUEUED)
-        return 0 if raw is None else int.from_bytes(raw, "little")
-
-    def blocks_waiting(self) -> int:
-        return len(self.txn.items(self.WAITING)) - self.voids_queued()
-
-    def first_waiting(self) -> _Entry | None:
-        entries = self.txn.items(self.WAITING)
-        if not entries:
-            return None
-        first = min(entries)
-        return _Entry.parse(first, entries[first])
-
-    def queued_voids(self, block: int) -> list[_Entry]:
-        """The void orders in the queue that name ``block``, in arrival order."""
-        if not self.voids_queued():
-            return []
-        found = []
-        for slot, raw in sorted(self.txn.items(self.WAITING).items()):
-            if raw.startswith(b'{"key":'):  # canonical JSON: a block's body starts with "header", an order's not
-                entry = _Entry.parse(slot, raw)
-                if entry.order is not None and entry.order.block == block:
-                    found.append(entry)
-        return found
-
-    def pop_waiting(self, entry: _Entry) -> None:
-        """Take ``entry`` (a block or void order ``first_waiting`` or ``queued_voids`` returned) off the queue."""
-        self.txn.delete(self.WAITING, entry.slot)
-        self._held(-1, -len(entry.record.value))
-        if entry.order is not None:
-            self._count_voids(-1)
-
-    def subscriptions(self) -> dict[int, dict[int, tuple[bytes, ...]]]:
-        """Subscriber -> publisher -> keys, as the subscribers declared them in earlier blocks."""
-        declared: dict[int, dict[int, tuple[bytes, ...]]] = {}
-        for raw_subscriber, raw_call in sorted(self.txn.items(self.SUBSCRIPTIONS).items()):
-            mapping = _DECLARED.get(raw_call)
-            if mapping is None:
-                call = decode_subscriber_call(raw_call)
-                if not isinstance(call, SetSubscriptions):
-                    continue
-                mapping = call.mapping()
-                _DECLARED.remember(raw_call, mapping)
-            declared[int.from_bytes(raw_subscriber, "big")] = mapping
-        return declared
-
-    def last_view(self, subscriber: int) -> int | None:
-        """The block of the subscriber's latest view (its next view's ``previous``)."""
-        raw = self.txn.get(self.LAST_VIEW, subscriber.to_bytes(4, "big"))
-        return None if raw is None else int.from_bytes(raw, "big")
-
-    def set_last_view(self, subscriber: int, number: int) -> None:
-        self.txn.put(self.LAST_VIEW, subscriber.to_bytes(4, "big"), number.to_bytes(8, "big"))
-
-    def sent_nodes(self, subscriber: int) -> set[bytes] | None:
-        """The node hashes of the proof in the subscriber's latest view (None before its first view)."""
-        raw = self.txn.get(self.SENT_NODES, subscriber.to_bytes(4, "big"))
-        return None if raw is None else {raw[i:i + 32] for i in range(0, len(raw), 32)}
-
-    def set_sent_nodes(self, subscriber: int, hashes: list[bytes]) -> None:
-        self.txn.put(self.SENT_NODES, subscriber.to_bytes(4, "big"), b"".join(sorted(hashes)))
-
-    def set_subscriptions(self, subscriber: int, call: SetSubscriptions) -> None:
-        self.txn.put(self.SUBSCRIPTIONS, subscriber.to_bytes(4, "big"), call.encode())

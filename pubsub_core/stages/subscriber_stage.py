@@ -37,6 +37,15 @@ from pubsub_core.subscriber.calls import (
 )
 from pubsub_core.subscriber.config import AdminOrigin
 from pubsub_core.stages.errors import StageError
+from pubsub_core.stages.subscriber_state import (
+    LAST_VIEW,
+    PARKED_VIEWS,
+    RELAY_MIRROR,
+    RELAY_MIRROR_COUNT,
+    RELAY_MIRROR_MARK,
+    SUBSCRIBER_STATE,
+    VIEW_DIGESTS,
+)
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import JsonText, OutputRecord, RelayView, SubscriberCallFailed
 
@@ -67,6 +76,7 @@ class SubscriberStage:
         self.subscriber = subscriber
         self.config = config
         self.backend = backend if backend is not None else MemoryBackend()
+        SUBSCRIBER_STATE.open_store(self.backend)
 
     def receive(self, view: RelayView, digest: bytes) -> list[OutputRecord]:
         """A view as the seam delivers it (at least once, possibly out of order): applied once, in ``previous``
@@ -165,12 +175,12 @@ class SubscriberStage:
 
 
 class _ViewLedger:
-    """Stage S's record of the views it applied (namespaces ``stage.*``): the last one, the digests of the
+    """Stage S's record of the views it applied (namespaces ``stage.*``, ``subscriber_state``): the last one, the digests of the
     latest ``VIEW_WINDOW``, and views waiting for their predecessor (keyed by it)."""
 
-    LAST: Final = "stage.LastView"  # value: u64 BE block number
-    DIGESTS: Final = "stage.ViewDigests"  # u64 BE block number -> 32-byte digest
-    PARKED: Final = "stage.ParkedViews"  # u64 BE predecessor + 1 (0: none) -> digest ‖ view JSON
+    LAST: Final = LAST_VIEW
+    DIGESTS: Final = VIEW_DIGESTS
+    PARKED: Final = PARKED_VIEWS
 
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn
@@ -211,7 +221,7 @@ at nearly every view)."""
 
 
 class _RelayMirror:
-    """Stage S's copy of the relay nodes its views sent (namespaces ``stage.*``): a content-addressed
+    """Stage S's copy of the relay nodes its views sent (namespaces ``stage.*``, ``subscriber_state``): a content-addressed
     ``RelaySource`` over the transaction, so the one pass reads it as it would read a full proof.
 
     Invariant (relied on by ``step``): after view n is received, the mirror contains P_n, the proof of every key
@@ -221,9 +231,9 @@ class _RelayMirror:
     The traversal reads only nodes of P_n, so the outputs do not depend on when collection runs.
     """
 
-    NODES: Final = "stage.RelayMirror"  # 32-byte Blake2-256 -> relay node
-    COUNT: Final = "stage.RelayMirrorCount"  # u64 BE: nodes in the mirror
-    MARK: Final = "stage.RelayMirrorMark"  # u64 BE: nodes it held after the last collection or full view
+    NODES: Final = RELAY_MIRROR
+    COUNT: Final = RELAY_MIRROR_COUNT
+    MARK: Final = RELAY_MIRROR_MARK
 
     __slots__ = ("txn",)
 

@@ -1,6 +1,7 @@
 """The seam's wire format (pubsub_core/stages/seam.py): a view survives the round trip byte for byte, its nodes travel raw
 (half their hex size), and a record is refused as ``ForgedView`` unless its MAC matches the key, as
-``MalformedView`` if authentic but not a view. (The operators' use of it: tests/streaming/test_operators.py.)"""
+``MalformedView`` if authentic but not a view; release 0.1.0's records (format 1) read as the same view, a newer
+format's are refused. (The operators' use of it: tests/streaming/test_operators.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,17 @@ import pytest
 
 from pubsub_core.relay import canonical_json
 from pubsub_core.stages import RelayView
-from pubsub_core.stages.seam import MAC_BYTES, SeamRecordError, decode_view, encode_view, seam_mac, split_record
+from pubsub_core.release import RELEASE
+from pubsub_core.stages.seam import (
+    MAC_BYTES,
+    SEAM_FORMAT,
+    SeamRecordError,
+    decode_view,
+    encode_view,
+    seam_mac,
+    split_record,
+)
+from state.formats import FormatTooNewError
 
 KEY = bytes(range(32))
 
@@ -27,7 +38,40 @@ def test_a_view_survives_the_round_trip(nodes: tuple[bytes, ...]) -> None:
     view = a_view(nodes)
     decoded, digest = decode_view(encode_view(view, KEY), KEY)
     assert decoded == view
-    assert digest == hashlib.blake2b(encode_view(view, KEY)[MAC_BYTES:], digest_size=32).digest()
+    layout = encode_view(view, KEY)[MAC_BYTES + 2 + len(RELEASE):]  # after the version byte and the release
+    assert digest == hashlib.blake2b(layout, digest_size=32).digest()
+
+
+def _layout_v1(view: RelayView) -> bytes:
+    """A body as release 0.1.0 wrote it (seam format 1: the layout alone, no version byte), written out here."""
+    meta = canonical_json(dataclasses.replace(view, nodes=()).to_json()).encode()
+    lengths = struct.pack(f">{len(view.nodes)}I", *map(len, view.nodes))
+    return b"".join((struct.pack(">II", len(meta), len(view.nodes)), lengths, meta, *view.nodes))
+
+
+def test_a_version_2_record_names_its_version_and_release_first() -> None:
+    body = encode_view(a_view(), KEY)[MAC_BYTES:]
+    assert body[0] == SEAM_FORMAT == 2
+    assert body[2:2 + body[1]] == RELEASE.encode()
+    assert body[2 + body[1]:] == _layout_v1(a_view())
+
+
+def test_a_version_1_record_of_release_0_1_0_reads_as_the_same_view_with_the_same_digest() -> None:
+    view = a_view()
+    old, digest = decode_view(_signed(_layout_v1(view)), KEY)
+    new, new_digest = decode_view(encode_view(view, KEY), KEY)
+    assert old == new == view
+    assert digest == new_digest  # a view replayed across the upgrade is recognised as the one applied
+    assert split_record(_signed(_layout_v1(view)))[1] == list(view.nodes)
+
+
+def test_a_record_of_a_newer_seam_format_is_refused_in_one_line_naming_it() -> None:
+    layout = encode_view(a_view(), KEY)[MAC_BYTES + 2 + len(RELEASE):]
+    newer = _signed(bytes([SEAM_FORMAT + 1, 5]) + b"9.1.0" + layout)
+    with pytest.raises(FormatTooNewError) as refused:
+        decode_view(newer, KEY)
+    assert (refused.value.version, refused.value.release) == (3, "9.1.0")
+    assert "\n" not in str(refused.value) and "version 3, written by release 9.1.0" in str(refused.value)
 
 
 def test_the_nodes_travel_raw_beside_the_rest_as_canonical_json() -> None:

@@ -19,7 +19,7 @@ from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ProtocolConfig
 from pubsub_core.stages.ingest import LineRouter, ingest_record
 from pubsub_core.stages.records import LogRecord, OutputRecord
-from pubsub_core.stages.relay_stage import RelayStage, _Book
+from pubsub_core.stages.relay_stage import RelayStage
 from pubsub_core.subscriber import SetSubscriptions
 from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
 from state import MemoryBackend, StateTransaction
@@ -273,23 +273,6 @@ def test_stall_void_and_recovery_are_the_same_whatever_the_batching() -> None:
     assert any('"kind":"Stalled"' in line for line in whole) and any('"kind":"Voided"' in line for line in whole)
     for cuts in ([1], [5, 9], list(range(1, len(lines))), [len(lines) - 3]):
         assert _stage_outputs(lines, cuts) == whole
-
-
-def test_a_state_written_before_the_hold_was_counted_counts_it_from_the_state() -> None:
-    simulator = Simulator()
-    for line in stalled(later_blocks=1).log.lines:
-        simulator.feed_line(line)
-    backend = simulator.relays["polkadot"].backend
-    status = RelayStage("polkadot", ProtocolConfig(), backend).waiting()
-    assert status is not None
-    held = (status.held_records, status.held_bytes)
-    assert held[0] == 2  # blocks 3 and 4 wait; the forged record is not held
-    txn = StateTransaction(backend)
-    txn.set_value(_Book.HELD_SIZE, None)
-    txn.commit()
-    status = RelayStage("polkadot", ProtocolConfig(), backend).waiting()
-    assert status is not None and (status.held_records, status.held_bytes) == held
-    assert StateTransaction(backend).get_value(_Book.HELD_SIZE) is not None  # counted once, then kept
 
 
 def test_void_orders_read_back_as_written_and_never_as_a_header() -> None:

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from producers.workload import signer
-from producers.writers.author_state import AUTHOR_STATE, AuthorSnapshot, open_snapshot, snapshot_record
+from producers.writers.author_state import (
+    AUTHOR_STATE,
+    SNAPSHOT_VERSION,
+    AuthorSnapshot,
+    open_snapshot,
+    snapshot_record,
+)
 from pubsub_core.envelope import Envelope, Topic
+from pubsub_core.relay import canonical_json
+from pubsub_core.release import RELEASE
+from state.formats import FormatTooNewError
 
 REALM = "polkadot"
 AUTHOR = signer("author")
@@ -49,5 +60,27 @@ def test_tampered_malformed_or_renumbered_snapshots_do_not_open() -> None:
     assert open_snapshot(REALM, KEYS, AUTHOR.sign(topic, 12, b"{not json").encode()) is None
     data = Envelope.decode(snapshot_record(REALM, AUTHOR, SNAPSHOT)).data
     assert open_snapshot(REALM, KEYS, AUTHOR.sign(topic, 13, data).encode()) is None  # seqno is not the number
-    wrong_version = data.replace(b'"version":1', b'"version":2')
-    assert open_snapshot(REALM, KEYS, AUTHOR.sign(topic, 12, wrong_version).encode()) is None
+    for version in (b"0", b"-1", b"true", b'"2"'):
+        wrong_version = data.replace(b'"version":2', b'"version":' + version)
+        assert open_snapshot(REALM, KEYS, AUTHOR.sign(topic, 12, wrong_version).encode()) is None
+
+
+def test_a_version_1_snapshot_of_release_0_1_0_opens_to_the_same_state() -> None:
+    body = json.loads(Envelope.decode(snapshot_record(REALM, AUTHOR, SNAPSHOT)).data)
+    assert (body["version"], body["release"]) == (SNAPSHOT_VERSION, RELEASE) == (2, RELEASE)
+    del body["release"]  # what release 0.1.0 wrote: version 1, no release
+    body["version"] = 1
+    old = AUTHOR.sign(Topic(REALM, AUTHOR_STATE, "author"), 12, canonical_json(body).encode()).encode()
+    assert open_snapshot(REALM, KEYS, old) == SNAPSHOT
+
+
+def test_a_genuine_snapshot_of_a_newer_version_stops_the_reader_in_one_line() -> None:
+    body = json.loads(Envelope.decode(snapshot_record(REALM, AUTHOR, SNAPSHOT)).data)
+    body.update(version=SNAPSHOT_VERSION + 1, release="9.0.0", novel=[1])
+    newer = AUTHOR.sign(Topic(REALM, AUTHOR_STATE, "author"), 12, canonical_json(body).encode()).encode()
+    with pytest.raises(FormatTooNewError) as refused:
+        open_snapshot(REALM, KEYS, newer)
+    assert (refused.value.version, refused.value.release) == (3, "9.0.0")
+    assert "\n" not in str(refused.value) and "author snapshot" in str(refused.value)
+    forged = signer("someone").sign(Topic(REALM, AUTHOR_STATE, "author"), 12, canonical_json(body).encode())
+    assert open_snapshot(REALM, KEYS, forged.encode()) is None  # only an author key's snapshot stops anything
