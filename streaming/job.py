@@ -365,7 +365,9 @@ def run_job(
                 follower.poll(query, name, available_now)
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
-                stalls.check(name, query, follower.seen.get(name))
+                pending = stalls.check(name, query, follower.seen.get(name))
+                if metrics is not None:
+                    metrics.batch_pending(name, pending)
             descriptors.check()
             if not available_now and time.monotonic() - last_scan > 2:
                 try:
@@ -521,19 +523,28 @@ class _StallWatch:
     def __init__(self, checkpoint: Path) -> None:
         self.checkpoint = checkpoint
         self.last_change: dict[str, tuple[int | None, float]] = {}
+        self.active_since: dict[str, float] = {}
+        """query -> when the driver first saw its trigger active since its last finished batch."""
 
-    def check(self, name: str, query: StreamingQuery, last_batch: int | None) -> None:
-        """``last_batch``: the newest finished batch of ``query`` the driver has seen (None: none yet)."""
+    def check(self, name: str, query: StreamingQuery, last_batch: int | None) -> float:
+        """``last_batch``: the newest finished batch of ``query`` the driver has seen (None: none yet). Returns how
+        long the query's trigger has been active without finishing a batch (0: idle, or a batch just finished)."""
         now = time.monotonic()
         previous = self.last_change.get(name)
         if previous is None or previous[0] != last_batch:
             self.last_change[name] = (last_batch, now)
-            return
-        if not query.status.get("isTriggerActive") or now - previous[1] < self.STALL_SECONDS:
-            return
+            self.active_since.pop(name, None)
+            return 0.0
+        if not query.status.get("isTriggerActive"):
+            self.active_since.pop(name, None)
+            return 0.0
+        pending = now - self.active_since.setdefault(name, now)
+        if now - previous[1] < self.STALL_SECONDS:
+            return pending
         free = free_bytes(self.checkpoint)
         if free is not None and free < self.DISK_RESERVE:
             raise CheckpointDiskFull(self.checkpoint, free)
+        return pending
 
 
 def require_kafka(settings: Settings) -> None:
