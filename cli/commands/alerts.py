@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.alerts import rules_text
+    from supervise.alerts import rules_text
 
     sys.stdout.write(rules_text())
     return 0

@@ -27,15 +27,15 @@ from typing import Any
 import pytest
 
 from benchmarks.pipeline_bench import STANDARD
-from producers.kafka_io import produce, read_topic
+from producers.transport.kafka_io import produce, read_topic
 from producers.workload import generate
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import is_void
-from streaming.alerts import RULES_FILE, rules_text
-from streaming.paths import REPO_ROOT
-from streaming.settings import Settings
+from supervise.alerts import RULES_FILE, rules_text
+from settings.paths import REPO_ROOT
+from settings.settings import Settings
 from supervise.kafka_broker import free_ports
 from supervise.verify import fresh_topics
 

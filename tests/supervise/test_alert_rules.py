@@ -1,5 +1,5 @@
-"""The shipped Prometheus alert rules (streaming/alerts/pubsub.rules.yml): Prometheus' own ``promtool`` checks them
-and runs their unit tests (tests/streaming/alert_rules_test.yml: a series that fires each rule, one that must
+"""The shipped Prometheus alert rules (supervise/alerts/pubsub.rules.yml): Prometheus' own ``promtool`` checks them
+and runs their unit tests (tests/supervise/alert_rules_test.yml: a series that fires each rule, one that must
 not); every rule carries ``for``, a severity, a summary and a runbook link to a section of docs/operations.md that
 exists; the docs' "Alerts" table names exactly the shipped rules."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from streaming.alerts import RULES_FILE, rules_text
-from streaming.paths import REPO_ROOT
+from supervise.alerts import RULES_FILE, rules_text
+from settings.paths import REPO_ROOT
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 CASES = Path(__file__).with_name("alert_rules_test.yml")
