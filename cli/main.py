@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cli.commands.author",
     "cli.commands.job",
     "cli.commands.status",
+    "cli.commands.alerts",
     "cli.commands.consume",
     "cli.commands.export",
     "cli.commands.verify",

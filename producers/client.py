@@ -23,6 +23,7 @@ from producers.readers.follow import FollowStats, SeenWindow, Start, follow
 from producers.schemas import RecordSchemaError, validate
 from producers.transport.kafka_io import ID_HEADER, ConsumedRecord, ProducedRecord, produce, read_outputs, read_topic, scan_topic
 from producers.writers.live import resume_point
+from settings.kafka_security import SECURITY_PROTOCOLS, KafkaSecurity, KafkaSecurityError
 from pubsub_core.envelope import Envelope, KeyRegistry, Signer, Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.stages import GenesisRecord
@@ -54,7 +55,6 @@ __all__ = [
     "build_publish",
 ]
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MAX_PUBLISHES_PER_MESSAGE = 16
 """Publish instructions one upward message may carry (the relay's default ``max_publish_instructions``)."""
 
@@ -145,6 +145,14 @@ class Connection:
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
+    ssl_ca_file: Path | None = None
+    """PEM file of the CA that signed the brokers' certificates (``SSL``, ``SASL_SSL``); None: the system's CAs."""
+    ssl_cert_file: Path | None = None
+    """This client's certificate (PEM), for mutual TLS, with ``ssl_key_file``."""
+    ssl_key_file: Path | None = None
+    ssl_key_password: str | None = field(default=None, repr=False)
+    ssl_check_hostname: bool = True
+    """Whether the broker's certificate must name the host dialled."""
 
     def __post_init__(self) -> None:
         if not self.bootstrap or any(":" not in part for part in self.bootstrap.split(",")):
@@ -155,15 +163,19 @@ class Connection:
         if self.security_protocol.startswith("SASL") and not self.sasl_mechanism:
             raise ConnectionSettingsError("sasl_mechanism", None, f"{self.security_protocol} needs a SASL mechanism "
                                           "(e.g. PLAIN, SCRAM-SHA-256)")
+        try:
+            self.security().check()
+        except KafkaSecurityError as exc:
+            raise ConnectionSettingsError(exc.setting, getattr(self, exc.setting, None), exc.reason) from None
+
+    def security(self) -> KafkaSecurity:
+        return KafkaSecurity(self.security_protocol, self.sasl_mechanism, self.sasl_username, self.sasl_password,
+                             self.ssl_ca_file, self.ssl_cert_file, self.ssl_key_file, self.ssl_key_password,
+                             self.ssl_check_hostname)
 
     def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka properties for this connection."""
-        config = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}
-        for name, value in (("sasl.mechanism", self.sasl_mechanism), ("sasl.username", self.sasl_username),
-                            ("sasl.password", self.sasl_password)):
-            if value:
-                config[name] = value
-        return config
+        """librdkafka properties for this connection (secrets in them: never print the result)."""
+        return {"bootstrap.servers": self.bootstrap, **self.security().librdkafka()}
 
     @classmethod
     def from_environment(cls, bootstrap: str | None = None, environ: Mapping[str, str] | None = None) -> Connection:
@@ -173,9 +185,13 @@ class Connection:
         found = bootstrap or env.get("PUBSUB_KAFKA_BOOTSTRAP") or embedded_broker_bootstrap(env)
         if not found:
             raise NoKafkaError()
+        files = {name: Path(env[f"PUBSUB_KAFKA_{name.upper()}"]) if env.get(f"PUBSUB_KAFKA_{name.upper()}") else None
+                 for name in ("ssl_ca_file", "ssl_cert_file", "ssl_key_file")}
+        check = env.get("PUBSUB_KAFKA_SSL_CHECK_HOSTNAME", "true").strip().lower() not in ("false", "0", "no")
         return cls(found, env.get("PUBSUB_KAFKA_SECURITY_PROTOCOL", "PLAINTEXT"),
                    env.get("PUBSUB_KAFKA_SASL_MECHANISM") or None, env.get("PUBSUB_KAFKA_SASL_USERNAME") or None,
-                   env.get("PUBSUB_KAFKA_SASL_PASSWORD") or None)
+                   env.get("PUBSUB_KAFKA_SASL_PASSWORD") or None, files["ssl_ca_file"], files["ssl_cert_file"],
+                   files["ssl_key_file"], env.get("PUBSUB_KAFKA_SSL_KEY_PASSWORD") or None, check)
 
 
 def embedded_broker_bootstrap(environ: Mapping[str, str]) -> str | None:

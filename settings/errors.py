@@ -17,7 +17,7 @@ class SettingsError(SetupError):
     """A setting has an invalid value; names the setting, the value and where it came from."""
 
     def __init__(self, name: str, value: object, source: str, reason: str) -> None:
-        shown = "***" if "password" in name else repr(value)
+        shown = "***" if "password" in name else repr(str(value) if isinstance(value, Path) else value)
         super().__init__(f"setting {name}={shown} (from {source}) is invalid: {reason}")
         self.name = name
         self.source = source

@@ -6,7 +6,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from settings.settings import JIT_MODES, SEAM_MODES, STATE_REOPEN_MODES, Settings, load_settings
+from settings.settings import (
+    JIT_MODES,
+    SEAM_MODES,
+    SECURITY_FLAGS,
+    STATE_REOPEN_MODES,
+    Settings,
+    add_security_arguments,
+    load_settings,
+    security_overrides,
+)
 
 __all__ = ["add_job_arguments", "settings_from_args"]
 
@@ -15,6 +24,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags shared by `pubsub job` and `python -m streaming.job`."""
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP; `pubsub job` starts the embedded broker when neither is set)")
+    add_security_arguments(parser)
     parser.add_argument("--master", metavar="URL", help="Spark master URL (default: local[2]; $PUBSUB_SPARK_MASTER)")
     parser.add_argument("--realm", action="append", metavar="REALM",
                         help="serve only this realm (repeatable; default: every realm, also those that appear later)")
@@ -62,6 +72,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "state_reopen_minutes": args.state_reopen_minutes,
             "metrics_port": args.metrics_port,
             "metrics_host": args.metrics_host,
+            **security_overrides(args),
         },
         config_file=args.config,
+        flags=SECURITY_FLAGS,
     )

@@ -7,6 +7,7 @@ variables (``PUBSUB_<NAME>``, e.g. ``PUBSUB_KAFKA_BOOTSTRAP``), then command-lin
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import re
@@ -16,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from settings.kafka_security import KafkaSecurity, KafkaSecurityError
 from pubsub_core.stages.config import Seam
 from settings.errors import SettingsError
 from settings.paths import runtime_dir
 
-__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "STATE_REOPEN_MODES", "Secret", "Settings",
-           "load_settings"]
+__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "SECURITY_FLAGS", "STATE_REOPEN_MODES", "Secret", "Settings",
+           "add_security_arguments", "load_settings", "security_overrides"]
 
 ENV_PREFIX = "PUBSUB_"
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -69,6 +71,18 @@ class Settings:
     kafka_sasl_mechanism: str | None = None
     kafka_sasl_username: str | None = None
     kafka_sasl_password: Secret | None = None
+    """With ``kafka_sasl_mechanism`` ``PLAIN``, ``SCRAM-SHA-256`` or ``SCRAM-SHA-512`` (``SASL_*`` protocols)."""
+    kafka_ssl_ca_file: Path | None = None
+    """PEM file of the CA that signed the brokers' certificates (``SSL``, ``SASL_SSL``); None: the system's CAs."""
+    kafka_ssl_cert_file: Path | None = None
+    """PEM file of this client's certificate, for brokers that require mutual TLS (with ``kafka_ssl_key_file``)."""
+    kafka_ssl_key_file: Path | None = None
+    """PEM file of that certificate's key (PKCS#8: ``BEGIN PRIVATE KEY``, Spark's Java client needs it so)."""
+    kafka_ssl_key_password: Secret | None = None
+    """The key file's password, if it is encrypted."""
+    kafka_ssl_check_hostname: bool = True
+    """Whether clients check that a broker's certificate names the host they dialled (off: only that the CA signed
+    it, for brokers reached by an address their certificate does not name)."""
     topic_prefix: str = "polkadot."
     """The realm: every topic name starts with it."""
     topic_partitions: int = 2
@@ -114,7 +128,12 @@ class Settings:
             )
         if self.kafka_security_protocol.startswith("SASL_") and not self.kafka_sasl_mechanism:
             raise SettingsError("kafka_security_protocol", self.kafka_security_protocol, "settings",
-                                "SASL needs a mechanism: set PUBSUB_KAFKA_SASL_MECHANISM (e.g. PLAIN)")
+                                "SASL needs a mechanism: set PUBSUB_KAFKA_SASL_MECHANISM (e.g. SCRAM-SHA-512)")
+        try:
+            self.kafka_security().check()
+        except KafkaSecurityError as exc:
+            name = f"kafka_{exc.setting}"
+            raise SettingsError(name, getattr(self, name, None), "settings", exc.reason) from None
         if self.kafka_bootstrap is not None and not all(
             re.match(r"^[^:,\s]+:\d{1,5}$", part) for part in self.kafka_bootstrap.split(",")
         ):
@@ -147,36 +166,28 @@ class Settings:
         """The same settings pointed at a running broker (used once the embedded one is up)."""
         return dataclasses.replace(self, kafka_bootstrap=bootstrap)
 
+    def kafka_security(self) -> KafkaSecurity:
+        """The security settings as every client takes them (the secrets revealed there, for the clients only)."""
+        return KafkaSecurity(
+            self.kafka_security_protocol, self.kafka_sasl_mechanism, self.kafka_sasl_username,
+            self.kafka_sasl_password.reveal() if self.kafka_sasl_password else None, self.kafka_ssl_ca_file,
+            self.kafka_ssl_cert_file, self.kafka_ssl_key_file,
+            self.kafka_ssl_key_password.reveal() if self.kafka_ssl_key_password else None,
+            self.kafka_ssl_check_hostname)
+
     def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka / Java client properties (the secret is revealed here and only here)."""
+        """librdkafka properties (secrets revealed here and in ``spark_kafka_options`` only: never print them)."""
         if self.kafka_bootstrap is None:
             raise SettingsError("kafka_bootstrap", None, "settings", "start the embedded broker first")
-        config = {"bootstrap.servers": self.kafka_bootstrap, "security.protocol": self.kafka_security_protocol,
-                  "reconnect.backoff.ms": str(RECONNECT_BACKOFF_MS)}
-        if self.kafka_sasl_mechanism:
-            config["sasl.mechanism"] = self.kafka_sasl_mechanism
-        if self.kafka_sasl_username:
-            config["sasl.username"] = self.kafka_sasl_username
-        if self.kafka_sasl_password:
-            config["sasl.password"] = self.kafka_sasl_password.reveal()
-        return config
+        return {"bootstrap.servers": self.kafka_bootstrap, "reconnect.backoff.ms": str(RECONNECT_BACKOFF_MS),
+                **self.kafka_security().librdkafka()}
 
     def spark_kafka_options(self) -> dict[str, str]:
         """The same connection as options of Spark's Kafka source and sink (kafka.* pass-through)."""
-        config = self.kafka_client_config()
-        options = {
-            "kafka.bootstrap.servers": config["bootstrap.servers"],
-            "kafka.security.protocol": config["security.protocol"],
-        }
-        if self.kafka_sasl_mechanism:
-            options["kafka.sasl.mechanism"] = self.kafka_sasl_mechanism
-            user = self.kafka_sasl_username or ""
-            password = self.kafka_sasl_password.reveal() if self.kafka_sasl_password else ""
-            options["kafka.sasl.jaas.config"] = (
-                "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                f'username="{user}" password="{password}";'
-            )
-        return options
+        if self.kafka_bootstrap is None:
+            raise SettingsError("kafka_bootstrap", None, "settings", "start the embedded broker first")
+        java = {"bootstrap.servers": self.kafka_bootstrap, **self.kafka_security().java()}
+        return {f"kafka.{key}": value for key, value in java.items()}
 
     def realm_list(self) -> list[str] | None:
         """The realms named by ``realms``, or None for all."""
@@ -195,10 +206,18 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     try:
         if raw is None:
             return None
-        if name in ("kafka_sasl_password", "seam_key"):
+        if name in ("kafka_sasl_password", "kafka_ssl_key_password", "seam_key"):
             return raw if isinstance(raw, Secret) else Secret(str(raw))
-        if name in ("checkpoint_dir", "protocol_config"):
+        if name in ("checkpoint_dir", "protocol_config", "kafka_ssl_ca_file", "kafka_ssl_cert_file",
+                    "kafka_ssl_key_file"):
             return Path(raw)
+        if "bool" in str(kind):
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(raw)
+            return text in ("true", "1", "yes")
         if "int" in str(kind):
             return int(raw)
         if "float" in str(kind):
@@ -250,3 +269,30 @@ def load_settings(
         if exc.name in sources:
             raise SettingsError(exc.name, values[exc.name], sources[exc.name], exc.reason) from None
         raise
+
+
+SECURITY_FLAGS = {"kafka_security_protocol": "--kafka-security-protocol", "kafka_sasl_mechanism": "--kafka-sasl-mechanism",
+                  "kafka_sasl_username": "--kafka-sasl-username", "kafka_ssl_ca_file": "--kafka-ssl-ca-file",
+                  "kafka_ssl_cert_file": "--kafka-ssl-cert-file", "kafka_ssl_key_file": "--kafka-ssl-key-file"}
+"""The security settings a command takes as flags (passwords only from the environment or the file, never a flag:
+a flag shows in the process list)."""
+
+
+def add_security_arguments(parser: argparse.ArgumentParser) -> None:
+    """The Kafka security flags (docs/operations.md, "Securing Kafka")."""
+    group = parser.add_argument_group("Kafka security (passwords: $PUBSUB_KAFKA_SASL_PASSWORD, "
+                                      "$PUBSUB_KAFKA_SSL_KEY_PASSWORD or the settings file)")
+    group.add_argument("--kafka-security-protocol", choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
+    group.add_argument("--kafka-sasl-mechanism", choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
+    group.add_argument("--kafka-sasl-username", metavar="USER")
+    group.add_argument("--kafka-ssl-ca-file", type=Path, metavar="PEM", help="CA of the brokers' certificates")
+    group.add_argument("--kafka-ssl-cert-file", type=Path, metavar="PEM", help="client certificate (mutual TLS)")
+    group.add_argument("--kafka-ssl-key-file", type=Path, metavar="PEM", help="its key (PKCS#8 PEM)")
+    group.add_argument("--kafka-ssl-no-check-hostname", dest="kafka_ssl_check_hostname", action="store_const",
+                       const=False, default=None, help="do not check that a broker's certificate names its host")
+
+
+def security_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The security flags' values, as ``load_settings`` overrides (None: not given)."""
+    names = (*SECURITY_FLAGS, "kafka_ssl_check_hostname")
+    return {name: getattr(args, name, None) for name in names}

@@ -26,7 +26,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from producers.transport.topics import TopicError, admin_client, ensure_realm_topics, is_serving
-from pubsub_core.stages.stall import WaitingStatus
+from pubsub_core.stages.records import OutputRecord
+from pubsub_core.stages.stall import Declared, WaitingStatus, declare
 from settings.job_flags import add_job_arguments, settings_from_args
 from settings.paths import runtime_dir
 from settings.protocol import load_protocol_config
@@ -34,7 +35,8 @@ from settings.settings import Settings
 from state.native import build_name
 from streaming.descriptors import DescriptorUse, DescriptorWatch
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
-from streaming.metrics import JobMetrics
+from streaming.health import declared_stalls, health_publisher
+from streaming.metrics import JobMetrics, partition_lag
 from streaming.operators import parse_waiting
 from streaming.pipeline import (
     relay_query,
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 __all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
-           "finish_batches", "main", "new_progress", "ran", "run_job", "RealmWaits"]
+           "finish_batches", "main", "new_progress", "ran", "run_job", "RealmWaits", "unread_records"]
 
 _LOG = logging.getLogger("streaming.job")
 """The driver's log: a realm that stalls (WARNING) and moves again (INFO), on stderr unless the application
@@ -88,6 +90,13 @@ class BatchReport:
     """Per realm with a waiting block: for how long the driver has seen that block waiting (its clock)."""
     records_by_topic: dict[str, int] = field(default_factory=dict)
     """Records written per output topic (full name), for the metrics."""
+    unread: dict[str, int] = field(default_factory=dict)
+    """Per input topic the batch read from: records left between its end offsets and the latest offsets seen at
+    that batch (0: read to the end), summed over the topic's partitions."""
+
+    def unread_of(self, realm: str, status: WaitingStatus) -> int:
+        """Records unread, at this batch, on the input topics of the streams ``status``'s block still misses."""
+        return sum(self.unread.get(f"{realm}.{stream}", 0) for stream in status.streams)
 
     def line(self) -> str:
         out = " ".join(f"{kind} {n}" for kind, n in self.records_out.items() if n) or "nothing"
@@ -97,6 +106,8 @@ class BatchReport:
         for realm, status in sorted(self.waiting.items()):
             if status is not None:
                 text += f" | {realm} {status.line()} for {self.waiting_seconds.get(realm, 0.0):.0f}s"
+                if not status.stalled and (unread := self.unread_of(realm, status)):
+                    text += f" (catching up: {unread} records unread on its input topics)"
         if self.lag is not None:
             text += f" | lag {self.lag}"
         slow = sorted(((s, name) for name, s in self.phases.items() if s >= SHOWN_PHASE_SECONDS), reverse=True)
@@ -151,7 +162,17 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
         phases["stateCommit"] = sum(commits) / 1000
     return BatchReport(query, int(progress["batchId"]), int(progress["numInputRows"]),
                        {k: int(v) for k, v in metrics.items()}, heights, max(lags) if lags else None, duration,
-                       phases, waiting, records_by_topic=by_topic)
+                       phases, waiting, records_by_topic=by_topic, unread=unread_records(progress))
+
+
+def unread_records(progress: dict[str, Any]) -> dict[str, int]:
+    """Per topic of the batch's sources: the records between the batch's end offsets and the latest offsets the
+    source saw when it planned the batch (``latestOffset``), summed over partitions (``partition_lag``)."""
+    unread: dict[str, int] = {}
+    for (topic, _), lag in partition_lag(progress.get("sources") or []).items():
+        unread[topic] = unread.get(topic, 0) + lag
+    return unread
+
 
 def ensure_outputs(settings: Settings, realms: Sequence[str], admin: AdminClient | None = None) -> None:
     """Create each served realm's output and seam topics (``views_partitions`` partitions, topic limits set)."""
@@ -167,12 +188,12 @@ class _Follower:
     """Collects each query's new progress entries into reports and the summary."""
 
     def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None,
-                 metrics: JobMetrics | None = None) -> None:
+                 metrics: JobMetrics | None = None, waits: RealmWaits | None = None) -> None:
         self.summary = summary
         self.on_batch = on_batch
         self.metrics = metrics
         self.seen: dict[str, int] = {}
-        self.waits = RealmWaits()
+        self.waits = waits or RealmWaits()
 
     def poll(self, query: StreamingQuery, name: str, every_batch: bool) -> None:
         for progress in new_progress(query, self.seen.get(name, -1)):
@@ -195,18 +216,48 @@ class _Follower:
 
 
 class RealmWaits:
-    """Since when (the driver's clock) each realm's first waiting block has waited, and the log lines of a realm
-    that stalls and resumes: a WARNING when Stage R declares it stalled, another for each new block it waits on
-    while stalled, an INFO when it moves again."""
+    """The job's stall declarations and what it shows of waiting realms.
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    After each relay batch, per realm Stage R ran for: ``stall.declare`` with the batch's reading (the input
+    topics of the streams the first waiting block misses read to the end offsets seen at that batch), so a block
+    that waits while its records sit unread is shown ``waiting``, never ``STALLED``; the ``Stalled`` and
+    ``Resumed`` records it makes go to ``publish`` (the realm's ``health`` topic). Also since when (the driver's
+    clock) each realm's first waiting block has waited, and the log lines: a WARNING when a realm is declared
+    stalled, an INFO when it moves again. ``declared``: what earlier runs declared (``declared_stalls``)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, after_blocks: int = 3,
+                 publish: Callable[[list[OutputRecord]], None] | None = None,
+                 declared: dict[str, Declared] | None = None) -> None:
         self.clock = clock
+        self.after_blocks = after_blocks
+        self.publish = publish
+        self.declared: dict[str, Declared] = dict(declared or {})
         self.since: dict[str, tuple[str, float]] = {}
         """realm -> (the waiting block's record, when the driver first saw it waiting)."""
         self.warned: dict[str, str] = {}
 
+    def _declare(self, report: BatchReport) -> BatchReport:
+        """``report`` with each status's ``stalled`` as declared (``stall.declare``); publishes the records."""
+        records: list[OutputRecord] = []
+        waiting: dict[str, WaitingStatus | None] = {}
+        for realm, status in report.waiting.items():
+            caught_up = status is not None and report.unread_of(realm, status) == 0
+            out, now = declare(realm, status, self.declared.get(realm), self.after_blocks, caught_up)
+            records += out
+            if now is None:
+                self.declared.pop(realm, None)
+            else:
+                self.declared[realm] = now
+            waiting[realm] = None if status is None else replace(
+                status, stalled=now is not None and now.block_record == status.block_record)
+        if records and self.publish is not None:
+            self.publish(records)
+        return replace(report, waiting=waiting)
+
     def seen(self, report: BatchReport, summary: JobSummary) -> BatchReport:
-        """``report`` with how long each realm's block has waited; updates ``summary.waiting``; logs."""
+        """``report`` with each realm's declaration and how long its block has waited; updates
+        ``summary.waiting``; writes the health records; logs."""
+        report = self._declare(report)
         now = self.clock()
         seconds: dict[str, float] = {}
         for realm, status in report.waiting.items():
@@ -287,7 +338,9 @@ def run_job(
         if say:
             say(f"metrics: {url} (Spark's: {spark.sparkContext.uiWebUrl}{SPARK_PROMETHEUS_PATH})")
     descriptors = DescriptorWatch(jvm, _warn_descriptors)
-    follower = _Follower(summary, on_batch, metrics)
+    waits = RealmWaits(after_blocks=config.stall_after_blocks, publish=health_publisher(settings),
+                       declared=declared_stalls(settings, realms))
+    follower = _Follower(summary, on_batch, metrics, waits)
     stalls = _StallWatch(settings.checkpoint_dir)
     stop_requested: list[int] = []
 
@@ -312,7 +365,9 @@ def run_job(
                 follower.poll(query, name, available_now)
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
-                stalls.check(name, query, follower.seen.get(name))
+                pending = stalls.check(name, query, follower.seen.get(name))
+                if metrics is not None:
+                    metrics.batch_pending(name, pending)
             descriptors.check()
             if not available_now and time.monotonic() - last_scan > 2:
                 try:
@@ -468,19 +523,28 @@ class _StallWatch:
     def __init__(self, checkpoint: Path) -> None:
         self.checkpoint = checkpoint
         self.last_change: dict[str, tuple[int | None, float]] = {}
+        self.active_since: dict[str, float] = {}
+        """query -> when the driver first saw its trigger active since its last finished batch."""
 
-    def check(self, name: str, query: StreamingQuery, last_batch: int | None) -> None:
-        """``last_batch``: the newest finished batch of ``query`` the driver has seen (None: none yet)."""
+    def check(self, name: str, query: StreamingQuery, last_batch: int | None) -> float:
+        """``last_batch``: the newest finished batch of ``query`` the driver has seen (None: none yet). Returns how
+        long the query's trigger has been active without finishing a batch (0: idle, or a batch just finished)."""
         now = time.monotonic()
         previous = self.last_change.get(name)
         if previous is None or previous[0] != last_batch:
             self.last_change[name] = (last_batch, now)
-            return
-        if not query.status.get("isTriggerActive") or now - previous[1] < self.STALL_SECONDS:
-            return
+            self.active_since.pop(name, None)
+            return 0.0
+        if not query.status.get("isTriggerActive"):
+            self.active_since.pop(name, None)
+            return 0.0
+        pending = now - self.active_since.setdefault(name, now)
+        if now - previous[1] < self.STALL_SECONDS:
+            return pending
         free = free_bytes(self.checkpoint)
         if free is not None and free < self.DISK_RESERVE:
             raise CheckpointDiskFull(self.checkpoint, free)
+        return pending
 
 
 def require_kafka(settings: Settings) -> None:

@@ -82,7 +82,8 @@ class JobMetrics:
                                     "Blocks the author wrote that Stage R has not sealed (unread or waiting for "
                                     "records)", ["realm"], registry=r)
         self.stalled = Gauge("pubsub_realm_stalled", "1 while the realm's first waiting block is declared stalled "
-                             "(stall_after_blocks later blocks queued behind it), else 0", ["realm"], registry=r)
+                             "(stall_after_blocks later blocks queued behind it, its input topics read to the end), "
+                             "else 0", ["realm"], registry=r)
         self.waiting_block = Gauge("pubsub_waiting_block", "Stage R's first block waiting for records (0: none)",
                                    ["realm"], registry=r)
         self.waiting_seconds = Gauge("pubsub_waiting_seconds", "How long the driver has seen that block waiting",
@@ -98,6 +99,13 @@ class JobMetrics:
                                 registry=r)
         self.lag = Gauge("pubsub_input_lag_records", "Records not yet read, per input partition, at the newest batch",
                          ["query", "topic", "partition"], registry=r)
+        self.latest = Gauge("pubsub_input_latest_offset", "Newest offset per input partition when the newest batch "
+                            "was planned (it grows as records arrive)", ["query", "topic", "partition"], registry=r)
+        self.trigger = Gauge("pubsub_trigger_interval_seconds", "The queries' trigger interval (trigger_seconds)",
+                             registry=r)
+        self.trigger.set(settings.trigger_seconds)
+        self.pending = Gauge("pubsub_batch_pending_seconds", "How long the query's trigger has had work without "
+                             "finishing a batch (0 while it is idle)", ["query"], registry=r)
         self.records_out = Counter("pubsub_records_out", "Records written, per output topic", ["topic"], registry=r)
         self.input_rows = Counter("pubsub_input_rows", "Rows read, per query", ["query"], registry=r)
         self.batches = Counter("pubsub_batches", "Micro-batches run, per query", ["query"], registry=r)
@@ -136,8 +144,13 @@ class JobMetrics:
         self.batches.labels(query).inc()
         self.input_rows.labels(query).inc(int(progress.get("numInputRows") or 0))
         self.batch_seconds.labels(query).set(int((progress.get("durationMs") or {}).get("triggerExecution", 0)) / 1000)
-        for (name, partition), lag in partition_lag(progress.get("sources") or []).items():
+        sources = progress.get("sources") or []
+        for (name, partition), lag in partition_lag(sources).items():
             self.lag.labels(query, name, str(partition)).set(lag)
+        for source in sources:
+            for name, parts in _offsets(source.get("latestOffset")).items():
+                for part, newest in parts.items():
+                    self.latest.labels(query, name, part).set(newest)
         for name, n in records_by_topic.items():
             self.records_out.labels(name).inc(n)
         operators = list(progress.get("stateOperators") or [])
@@ -168,6 +181,10 @@ class JobMetrics:
                 for labels in labels_now:
                     self.waiting_missing.labels(*labels).set(1)
                 self._missing_labels[realm] = labels_now
+
+    def batch_pending(self, query: str, seconds: float) -> None:
+        """How long ``query``'s trigger has had work without finishing a batch (``streaming.job``'s watch)."""
+        self.pending.labels(query).set(seconds)
 
     def reopened(self) -> None:
         """The queries were restarted on their checkpoints."""

@@ -34,7 +34,7 @@ from pubsub_core.stages import (
     ingest_record,
 )
 from pubsub_core.stages.seam import SeamRecordError, decode_view, encode_view
-from pubsub_core.stages.stall import WaitingStatus
+from pubsub_core.stages.stall import WaitingStatus, is_declaration
 from pubsub_core.stages.subscriber_stage import ViewConflictError
 from pubsub_core.stages.topics import INPUTS, VIEWS, topic
 
@@ -46,6 +46,7 @@ __all__ = [
     "KafkaRow",
     "WAITING",
     "OutRow",
+    "out_row",
     "Writer",
     "feed_order",
     "page_backend",
@@ -113,7 +114,8 @@ class OutRow(NamedTuple):
     id: bytes
 
 
-def _out(record: OutputRecord) -> OutRow:
+def out_row(record: OutputRecord) -> OutRow:
+    """A record as Kafka takes it, encoded once."""
     return OutRow(record.topic, record.key.encode(), record.value_json().encode(), record.id.encode())
 
 
@@ -124,7 +126,7 @@ def _bounded(row: OutRow, realm: str) -> OutRow:
         return row
     record_id = row.id.decode()
     outcome = SimOutcome(None, record_id, "rejected", "RecordTooLarge", f"{size} bytes exceed {MAX_RECORD_BYTES}")
-    return _out(OutputRecord(topic(realm, "rejected"), row.key.decode(), f"too-large/{record_id}", outcome.to_json()))
+    return out_row(OutputRecord(topic(realm, "rejected"), row.key.decode(), f"too-large/{record_id}", outcome.to_json()))
 
 
 def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
@@ -164,12 +166,12 @@ def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, co
     for row in sorted(rows, key=feed_order):
         parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
         if isinstance(parsed, OutputRecord):
-            out.append(_out(parsed))
+            out.append(out_row(parsed))
             continue
         immediate, steps = stage.feed(parsed)
-        out += [_out(r) for r in immediate]
+        out += [out_row(r) for r in immediate if not is_declaration(r)]  # the driver declares (streaming.job)
         for step in steps:
-            out += [_out(r) for r in step.outputs]
+            out += [out_row(r) for r in step.outputs]
             out += [seam_record(view, seam_key) for view in step.views]
         if steps or len(out) >= CHUNK_ROWS:
             yield [_bounded(row, realm) for row in out]
@@ -188,7 +190,7 @@ def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutR
     log_id = f"{row.topic}@{row.partition}:{row.offset}"
     outcome = SimOutcome(None, log_id, "rejected", reason, detail[:200])
     key = "" if row.key is None else row.key.decode("utf-8", "replace")
-    return _out(OutputRecord(topic(realm, "rejected"), key, f"seam/{log_id}", outcome.to_json()))
+    return out_row(OutputRecord(topic(realm, "rejected"), key, f"seam/{log_id}", outcome.to_json()))
 
 
 def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
@@ -209,7 +211,7 @@ def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], bac
         if stage is None:
             stage = SubscriberStage(realm, view.subscriber, config.subscriber, backend)
         try:
-            out += [_out(r) for r in stage.receive(view, digest)]
+            out += [out_row(r) for r in stage.receive(view, digest)]
         except ViewConflictError as exc:
             out.append(_seam_rejection(realm, row, exc.reason, exc.detail))
         if len(out) >= CHUNK_ROWS:

@@ -139,6 +139,10 @@ def prepare_environment() -> None:
     os.environ["PYTHONPATH"] = repo_python_path()
 
 
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|jaas"
+"""Conf and option names Spark redacts (``spark.redaction.regex``)."""
+
+
 def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str, str]:
     """Every conf the project sets, as a dict (for the session builder and for spark-submit --conf)."""
     java_options = " ".join((f"-Dlog4j2.configurationFile={LOG4J2_CONF}", *JIT_JAVA_OPTIONS[settings.spark_jit]))
@@ -168,6 +172,9 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         "spark.executorEnv.PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO_ROOT)),
         "spark.driver.extraJavaOptions": java_options,
         "spark.executor.extraJavaOptions": java_options,
+        # Spark masks options whose name matches this in its UI, logs and event log: its default (secret, password,
+        # token, access key) and the Kafka client key the source takes inline (kafka.ssl.keystore.key)
+        "spark.redaction.regex": REDACTION_REGEX,
     }
     if settings.state_reopen == "every-commit":
         conf["spark.sql.streaming.stateStore.unloadOnCommit"] = "true"

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from cli.errors import CliError
-from settings.settings import Settings, load_settings
+from settings.settings import SECURITY_FLAGS, Settings, add_security_arguments, load_settings, security_overrides
 
 __all__ = ["add_kafka_arguments", "console", "count", "default_realm", "require_event_log", "settings_from"]
 
@@ -20,22 +20,24 @@ console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty(
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
-    """--config, --bootstrap and --topic-prefix, which every Kafka-facing command takes."""
+    """--config, --bootstrap, --topic-prefix and the security flags, which every Kafka-facing command takes."""
     parser.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file (default: $PUBSUB_CONFIG)")
     parser.add_argument(
         "--bootstrap", metavar="HOST:PORT", help="external Kafka host:port (default: $PUBSUB_KAFKA_BOOTSTRAP, else the embedded broker)"
     )
     parser.add_argument("--topic-prefix", metavar="PREFIX", help="realm prefix of every topic (default: polkadot.)")
+    add_security_arguments(parser)
 
 
 def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
     """Settings from the common flags plus command-specific overrides."""
-    values = {"kafka_bootstrap": getattr(args, "bootstrap", None), "topic_prefix": getattr(args, "topic_prefix", None)}
+    values = {"kafka_bootstrap": getattr(args, "bootstrap", None), "topic_prefix": getattr(args, "topic_prefix", None),
+              **security_overrides(args)}
     values.update(overrides)
     return load_settings(overrides=values, config_file=getattr(args, "config", None), flags=FLAGS)
 
 
-FLAGS = {"kafka_bootstrap": "--bootstrap"}
+FLAGS = {"kafka_bootstrap": "--bootstrap", **SECURITY_FLAGS}
 """Settings whose flag is not ``--`` + the setting's name with dashes, for errors that name the flag."""
 
 

@@ -334,10 +334,14 @@ class RelayStage:
         if head is None or head.header is None:
             book.txn.rollback()
             return None
-        missing = self._missing(book, head.header, self._voids(book, head.header)[0], shown)
+        header = head.header
+        missing = self._missing(book, header, self._voids(book, header)[0], shown)
         count, size = book.held_size()
-        status = stall.WaitingStatus(head.header.number, head.log_id, book.blocks_waiting() - 1, tuple(missing),
-                                     book.stall() is not None, count, size)
+        included = {(s, o): book.included(s, o) for s, o, _ in header.manifest}
+        ranges = list(stall.unfilled(header, included))
+        status = stall.WaitingStatus(header.number, head.log_id, book.blocks_waiting() - 1, tuple(missing),
+                                     book.stall() is not None, count, size, tuple(ranges[:stall.AWAITS_SHOWN]),
+                                     tuple(sorted({s for s, _, _, _ in ranges})))
         book.txn.commit()
         return status
 

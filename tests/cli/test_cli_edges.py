@@ -170,11 +170,14 @@ def test_sasl_without_a_mechanism_is_a_settings_error_not_a_kafka_traceback() ->
     assert "PUBSUB_KAFKA_SECURITY_PROTOCOL" in line and "PUBSUB_KAFKA_SASL_MECHANISM" in line
 
 
-def test_a_kafka_client_error_is_one_line_and_debug_shows_the_traceback() -> None:
-    env = _env(PUBSUB_KAFKA_SECURITY_PROTOCOL="SASL_PLAINTEXT", PUBSUB_KAFKA_SASL_MECHANISM="NO-SUCH",
+def test_a_kafka_client_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    """librdkafka refuses a CA file whose PEM block holds no certificate when it makes the client."""
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+    env = _env(PUBSUB_KAFKA_SECURITY_PROTOCOL="SSL", PUBSUB_KAFKA_SSL_CA_FILE=str(ca),
                PUBSUB_KAFKA_BOOTSTRAP="127.0.0.1:1")
     line = one_line_error(pubsub("consume", "--topic", "polkadot.updates", env=env), 1)
-    assert "NO-SUCH" in line
+    assert "ssl.ca.pem" in line
     debug = pubsub("--debug", "consume", "--topic", "polkadot.updates", env=env)
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "KafkaException" in debug.stderr
     after = pubsub("consume", "--topic", "polkadot.updates", "--debug", env=env)
@@ -217,6 +220,22 @@ def test_every_command_and_subcommand_help_has_an_example() -> None:
     assert {"pubsub author void", "pubsub topics"} <= {name for name, _ in helps}
     missing = [name for name, parser in helps if "Example" not in parser.format_help()]
     assert not missing, f"no example in the help of: {missing}"
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"PUBSUB_KAFKA_SSL_CA_FILE": "/nonexistent/ca.pem"}, "kafka_ssl_ca_file='/nonexistent/ca.pem' (from environment "
+                                                          "variable PUBSUB_KAFKA_SSL_CA_FILE) is invalid: cannot read"),
+    ({"PUBSUB_KAFKA_SSL_CERT_FILE": "/nonexistent/c.pem", "PUBSUB_KAFKA_SSL_KEY_FILE": "/nonexistent/k.pem"},
+     "kafka_ssl_cert_file='/nonexistent/c.pem' (from environment variable PUBSUB_KAFKA_SSL_CERT_FILE) is invalid"),
+    ({"PUBSUB_KAFKA_SSL_CERT_FILE": "/nonexistent/c.pem"}, "kafka_ssl_key_file=None"),
+])
+def test_a_missing_certificate_file_is_one_line_naming_the_setting(env: dict[str, str], named: str) -> None:
+    environ = _env(PUBSUB_KAFKA_SECURITY_PROTOCOL="SASL_SSL", PUBSUB_KAFKA_SASL_MECHANISM="SCRAM-SHA-512",
+                   PUBSUB_KAFKA_SASL_USERNAME="job", PUBSUB_KAFKA_SASL_PASSWORD="s3cret-pw",
+                   PUBSUB_KAFKA_BOOTSTRAP="127.0.0.1:1", **env)
+    result = pubsub("consume", "--topic", "polkadot.updates", env=environ)
+    line = one_line_error(result, 2)
+    assert named in line and "s3cret-pw" not in result.stderr + result.stdout
 
 
 def test_a_long_error_stays_one_line_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
