@@ -1,5 +1,6 @@
 """Shared test configuration: Hypothesis profiles (derandomized in CI so a run is reproducible), and the
-``pure_python`` marker for tests that spy on Python functions (compiled code calls past their spies)."""
+``pure_python`` marker for tests that spy on Python functions (compiled code calls past their spies), and the
+checkout's .runtime/ as the runtime folder unless ``PUBSUB_RUNTIME_DIR`` names another."""
 
 import os
 
@@ -7,6 +8,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from state.native import PURE_PYTHON_ENV, compiled
+from tests.support.paths import RUNTIME
+
+os.environ.setdefault("PUBSUB_RUNTIME_DIR", str(RUNTIME))
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
