@@ -4,7 +4,10 @@
 # The inner loop while editing: `make check` (lint, strict mypy over the code and the tests, and the tests that
 # need neither Kafka nor Spark).
 # `make setup` alone creates .venv (pip install -e '.[dev]'), compiles the protocol with mypyc (`make native`,
-# redone when a protocol source changes) and fetches the JVM jars with Maven into jvm/lib/.
+# redone when a protocol source changes) and fetches the JVM jars with Maven into jvm/lib/, which settings/jars
+# links to (where an installed wheel carries them). `make dist` builds the wheel and the sdist into dist/.
+# Every target runs with the checkout's .runtime/ as the runtime folder (brokers, checkpoints, logs), unless
+# PUBSUB_RUNTIME_DIR names another; an installed package uses the per-user data folder (docs/operations.md).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -19,10 +22,12 @@ POMS := jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-kafka/pom.xml
 LOCAL_FS_SOURCES := $(shell find jvm/local-fs/src -name '*.java' 2>/dev/null)
 LOCAL_FS_JAR := jvm/lib/local-fs/pubsub-local-fs.jar
 PYTEST_ARGS ?=
+JARS_LINK := settings/jars
+export PUBSUB_RUNTIME_DIR ?= $(CURDIR)/.runtime
 
-.PHONY: setup native demo test check lint typecheck broker-stop clean-runtime check-tools
+.PHONY: setup native demo test check lint typecheck broker-stop clean-runtime check-tools dist
 
-setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR)
+setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR) $(JARS_LINK)
 native: $(NATIVE_STAMP)
 
 # Java 17+ and Maven come from the distribution, and Prometheus (the metrics test scrapes the live job with it;
@@ -71,6 +76,18 @@ $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(PY_STAMP)
 	  -cp "$$($(PY) -c 'import pathlib, pyspark; print(*(pathlib.Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))')" \
 	  $(LOCAL_FS_SOURCES)
 	jar --create --file $@ -C build/local-fs .
+
+# The package's jar folder (package data: the wheel carries the jars) is jvm/lib in the checkout.
+$(JARS_LINK):
+	ln -sfn ../jvm/lib $@
+
+# The wheel (with the compiled protocol when a C compiler is there: setup.py) and the sdist, through setuptools'
+# own build hooks with the venv's pinned setuptools and mypy; both carry the jars of `make setup`. (Each build
+# rewrites state/native_build.txt for the same sources, so the checkout's compiled modules stay in use.)
+dist: setup
+	rm -rf dist build/lib* build/bdist*
+	PUBSUB_PURE_PYTHON_BUILD=1 $(PY) -c 'from setuptools import build_meta as b; print(b.build_sdist("dist"))'
+	$(PY) -c 'from setuptools import build_meta as b; print(b.build_wheel("dist"))'
 
 demo: setup
 	$(VENV)/bin/pubsub demo

@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks.common import write_result
 from benchmarks.reliability.soak import levels
-from settings.paths import REPO_ROOT
+from benchmarks.common import ROOT as REPO_ROOT
 
 __all__ = ["main", "summary"]
 

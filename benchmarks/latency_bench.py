@@ -24,7 +24,8 @@ from benchmarks.render import RENDERERS
 from producers.readers.latency import percentile
 from producers.workload import WorkloadSpec
 from producers.writers.live import LiveRateError, Pacing
-from settings.paths import REPO_ROOT, runtime_dir
+from benchmarks.common import ROOT as REPO_ROOT
+from settings.paths import runtime_dir
 from settings.settings import load_settings
 from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
 from supervise.live_plot import plot_latency_and_pov

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.common import stop_cleanly_on_sigterm, write_result
 from benchmarks.reliability.soak import SoakPlan, add_plan_arguments, plan_from_args, plot, run_soak
-from settings.paths import REPO_ROOT
+from benchmarks.common import ROOT as REPO_ROOT
 
 __all__ = ["LONG_RUN", "main"]
 

@@ -24,7 +24,7 @@ from producers.transport.kafka_io import ConsumedRecord, produce, read_topic
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import is_void
-from settings.paths import REPO_ROOT
+from benchmarks.common import ROOT as REPO_ROOT
 from settings.settings import load_settings
 from streaming.job import BatchReport, run_job
 from supervise.kafka_broker import EmbeddedKafka, ensure_kafka

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import cast
 
 from producers.errors import ProducerError
@@ -34,6 +33,7 @@ from pubsub_core.codec.types import U32_MAX
 from pubsub_core.xcm import Publish as PublishInstruction
 from pubsub_core.xcm import Xcm, encode_versioned_xcm
 from pubsub_core.xcm.types import MAX_PUBLISH_VALUE_LENGTH
+from settings.paths import runtime_folder
 
 __all__ = [
     "Client",
@@ -196,15 +196,14 @@ class Connection:
 
 def embedded_broker_bootstrap(environ: Mapping[str, str]) -> str | None:
     """The bootstrap of the embedded broker ``pubsub broker start`` runs, from the record it keeps in the runtime
-    folder (``$PUBSUB_RUNTIME_DIR``, else .runtime/ in the checkout), if its process is alive; else None."""
-    runtime = environ.get("PUBSUB_RUNTIME_DIR") or str(Path(__file__).resolve().parent.parent / ".runtime")
+    folder (``settings.paths.runtime_folder``), if its process is alive; else None."""
     try:
-        info = json.loads((Path(runtime) / "kafka" / "broker.json").read_text())
-        pid, port = int(info["pid"]), int(info["port"])
+        info = json.loads((runtime_folder(environ) / "kafka" / "broker.json").read_text())
+        pid, port, host = int(info["pid"]), int(info["port"]), str(info.get("host", "127.0.0.1"))
         os.kill(pid, 0)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return f"127.0.0.1:{port}"
+    return f"{host}:{port}"
 
 
 @dataclass(frozen=True)

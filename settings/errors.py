@@ -25,11 +25,13 @@ class SettingsError(SetupError):
 
 
 class JarsMissingError(SetupError):
-    """The JVM jars are not there: `make setup` has not run. It fetches jvm/lib/kafka and jvm/lib/spark-kafka
-    with Maven (the target ``jvm/lib/.fetched``) and builds jvm/lib/local-fs/pubsub-local-fs.jar with javac."""
+    """The JVM jars are not there. An installed wheel carries them (settings/jars); in a checkout `make setup` has
+    not run: it fetches jvm/lib/kafka and jvm/lib/spark-kafka with Maven (the target ``jvm/lib/.fetched``), builds
+    jvm/lib/local-fs/pubsub-local-fs.jar with javac and links settings/jars to jvm/lib."""
 
     def __init__(self, folder: Path) -> None:
         target = "jvm/lib/local-fs/pubsub-local-fs.jar" if folder.name == "local-fs" else "jvm/lib/.fetched"
-        super().__init__(f"no jars in {folder}; run `make setup` (or only `make {target}`)")
+        super().__init__(f"no jars in {folder}; in a checkout run `make setup` (or only `make {target}`); "
+                         "an installed wheel carries them, or PUBSUB_JARS_DIR names a folder of them")
         self.folder = folder
         self.target = target

@@ -10,6 +10,7 @@ from settings.settings import (
     JIT_MODES,
     SEAM_MODES,
     SECURITY_FLAGS,
+    SHIP_MODES,
     STATE_REOPEN_MODES,
     Settings,
     add_security_arguments,
@@ -36,7 +37,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-jit", choices=JIT_MODES,
                         help="how Spark's JVMs compile: c1 (quick compiler only, the default: least CPU on few cores) "
                              "or tiered (the JVM's default, C1 then C2) ($PUBSUB_SPARK_JIT)")
-    parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: .runtime/checkpoints/pipeline)")
+    parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: checkpoints/pipeline in the runtime folder: $PUBSUB_RUNTIME_DIR, else ~/.local/share/rfc0160-pubsub)")
     parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
     parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
     parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many records per batch and query")
@@ -50,6 +51,10 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve Prometheus metrics on this port (/metrics; default: none; $PUBSUB_METRICS_PORT)")
     parser.add_argument("--metrics-host", metavar="ADDR",
                         help="address the metrics endpoint binds to (default: 127.0.0.1; $PUBSUB_METRICS_HOST)")
+    parser.add_argument("--ship", choices=SHIP_MODES,
+                        help="how the project reaches the executors: archive (this venv packed, sent in "
+                             "spark.archives), shared (the executors run this interpreter) or auto (archive for a "
+                             "spark:// master when installed from a wheel, the default; $PUBSUB_SHIP)")
     parser.add_argument("--available-now", action="store_true", help="drain every input topic, then stop")
     parser.add_argument("--run-seconds", type=float, metavar="S", help="stop after this many seconds (default: run until stopped)")
 
@@ -72,6 +77,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "state_reopen_minutes": args.state_reopen_minutes,
             "metrics_port": args.metrics_port,
             "metrics_host": args.metrics_host,
+            "ship": args.ship,
             **security_overrides(args),
         },
         config_file=args.config,

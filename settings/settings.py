@@ -22,8 +22,8 @@ from pubsub_core.stages.config import Seam
 from settings.errors import SettingsError
 from settings.paths import runtime_dir
 
-__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "SECURITY_FLAGS", "STATE_REOPEN_MODES", "Secret", "Settings",
-           "add_security_arguments", "load_settings", "security_overrides"]
+__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "SECURITY_FLAGS", "SHIP_MODES", "STATE_REOPEN_MODES", "Secret",
+           "Settings", "add_security_arguments", "load_settings", "security_overrides"]
 
 ENV_PREFIX = "PUBSUB_"
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -37,6 +37,10 @@ STATE_REOPEN_MODES = ("periodic", "every-commit", "never")
 open RocksDB state store holds the store's whole MANIFEST, which grows by each commit until the store is reopened.
 ``periodic``: restart both queries on the same checkpoint every ``state_reopen_minutes`` (each store reopens with a
 fresh MANIFEST); ``every-commit``: Spark's ``stateStore.unloadOnCommit`` (a reload each batch); ``never``."""
+SHIP_MODES = ("auto", "archive", "shared")
+"""How the job's Python code reaches the executors (``streaming.shipping``): ``archive``, this venv packed and sent
+in ``spark.archives``; ``shared``, executors run the driver's own interpreter (one host, or the same venv at the same
+path on every host); ``auto``, ``archive`` for a ``spark://`` master when the project is installed from a wheel."""
 RECONNECT_BACKOFF_MS = 10
 """librdkafka's first reconnect backoff (default 100 ms). A new client's first request, when it comes before the
 bootstrap connection's handshake is done, waits out librdkafka's connection throttle, half this backoff: a new
@@ -117,6 +121,8 @@ class Settings:
     """Address the metrics endpoint binds to (Spark's UI stays on loopback, ``SPARK_LOCAL_IP``)."""
     spark_ui_port: int = 4040
     """Spark UI port when ``metrics_port`` is set (Spark takes the next free one if it is busy)."""
+    ship: str = "auto"
+    """How the project reaches the executors: one of ``SHIP_MODES``."""
 
     def __post_init__(self) -> None:
         if not _TOPIC.match(self.topic("x")):
@@ -149,6 +155,8 @@ class Settings:
             raise SettingsError("seam", self.seam, "settings", f"one of {SEAM_MODES}")
         if self.state_reopen not in STATE_REOPEN_MODES:
             raise SettingsError("state_reopen", self.state_reopen, "settings", f"one of {STATE_REOPEN_MODES}")
+        if self.ship not in SHIP_MODES:
+            raise SettingsError("ship", self.ship, "settings", f"one of {SHIP_MODES}")
         if self.state_reopen_minutes <= 0:
             raise SettingsError("state_reopen_minutes", self.state_reopen_minutes, "settings", "must be positive")
         for name in ("metrics_port", "spark_ui_port"):

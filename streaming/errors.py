@@ -13,12 +13,22 @@ __all__ = [
     "MetricsError",
     "QueryFailed",
     "RecordWriteError",
+    "ShippingError",
     "StreamingError",
 ]
 
 
 class StreamingError(PubSubError):
     """Base class for errors of the Kafka/Spark infrastructure."""
+
+
+class ShippingError(StreamingError):
+    """The venv cannot be packed for the executors (``streaming.shipping``); names the venv and why."""
+
+    def __init__(self, venv: Path, reason: str) -> None:
+        super().__init__(f"cannot pack {venv} for the executors: {reason}")
+        self.venv = venv
+        self.reason = reason
 
 
 class KafkaUnavailable(StreamingError):

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from settings.errors import JarsMissingError
-from settings.paths import REPO_ROOT, jvm_lib_dir, repo_python_path, runtime_dir
+from settings.paths import jvm_lib_dir, runtime_dir
 from settings.settings import JIT_JAVA_OPTIONS, Settings
+from streaming.shipping import EXECUTOR_PYTHON, driver_folder, pack_environment, shipping_conf, wants_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here
@@ -45,7 +46,8 @@ __all__ = ["SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_second
            "prepare_environment", "prometheus_conf", "pyspark_package_dir", "pyspark_version", "spark_conf",
            "worker_spark_home"]
 
-LOG4J2_CONF = REPO_ROOT / "streaming" / "conf" / "log4j2.properties"
+LOG4J2_CONF = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
+"""Spark's quiet log configuration, package data of ``streaming``."""
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 LOCAL_FILE_SYSTEM = "io.rfc0160.pubsub.fs.NioLocalFileSystem"
@@ -128,15 +130,14 @@ def worker_spark_home() -> Path:
 
 
 def prepare_environment() -> None:
-    """Environment that Spark's launcher scripts and Python workers read: loopback, this Python for the workers,
-    the repo, and ``worker_spark_home`` as SPARK_HOME unless one of another Spark is set."""
+    """Environment that Spark's launcher scripts and Python workers read: loopback, this Python (which has the
+    project installed) for the workers, and ``worker_spark_home`` as SPARK_HOME unless one of another Spark is set."""
     current = os.environ.get("SPARK_HOME")
     if not current or Path(current).resolve() == pyspark_package_dir():
         os.environ["SPARK_HOME"] = str(worker_spark_home())
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = repo_python_path()
 
 
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|jaas"
@@ -169,7 +170,6 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-        "spark.executorEnv.PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO_ROOT)),
         "spark.driver.extraJavaOptions": java_options,
         "spark.executor.extraJavaOptions": java_options,
         # Spark masks options whose name matches this in its UI, logs and event log: its default (secret, password,
@@ -180,6 +180,8 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         conf["spark.sql.streaming.stateStore.unloadOnCommit"] = "true"
     if settings.metrics_port is not None:
         conf.update(prometheus_conf(settings))
+    if wants_archive(settings.ship, settings.spark_master):
+        conf.update(shipping_conf(pack_environment()))
     if not settings.spark_master.startswith("local"):
         conf["spark.cores.max"] = os.environ.get("PUBSUB_SPARK_CORES_MAX", "2")
         conf["spark.executor.memory"] = os.environ.get("PUBSUB_SPARK_EXECUTOR_MEMORY", "1g")
@@ -228,6 +230,20 @@ def _output_to(log_file: Path | None) -> Iterator[None]:
             os.close(fd)
 
 
+@contextlib.contextmanager
+def _working_folder(folder: Path | None) -> Iterator[None]:
+    """While the JVM starts, this process's working folder is ``folder`` (the JVM keeps it; ours comes back)."""
+    if folder is None:
+        yield
+        return
+    saved = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
 def build_spark(
     settings: Settings, app_name: str = "rfc0160-pubsub", ui: bool = False, log_file: Path | None = None
 ) -> SparkSession:
@@ -237,9 +253,13 @@ def build_spark(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    for key, value in spark_conf(settings, app_name, ui).items():
+    conf = spark_conf(settings, app_name, ui)
+    for key, value in conf.items():
         builder = builder.config(key, value)
-    with _output_to(log_file):
+    shipped = conf["spark.pyspark.python"] == EXECUTOR_PYTHON
+    if shipped:  # pyspark sends this interpreter path with every Python function (streaming.shipping)
+        os.environ["PYSPARK_PYTHON"] = EXECUTOR_PYTHON
+    with _output_to(log_file), _working_folder(driver_folder() if shipped else None):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("PUBSUB_SPARK_LOG_LEVEL", "WARN"))
     return spark

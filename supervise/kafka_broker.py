@@ -93,17 +93,22 @@ class BrokerInfo:
     port: int
     controller_port: int
     data_dir: str
+    host: str = "127.0.0.1"
+    """The address the broker listens on and advertises."""
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 class EmbeddedKafka:
-    """Start, reuse, inspect and stop one KRaft broker + controller bound to 127.0.0.1."""
+    """Start, reuse, inspect and stop one KRaft broker + controller bound to 127.0.0.1 (the broker's listener to
+    ``host`` instead when given: an address of this machine that other hosts, e.g. a network namespace, reach)."""
 
-    def __init__(self, home: Path | None = None, heap: str = "512m", start_timeout: float = 90.0) -> None:
+    def __init__(self, home: Path | None = None, heap: str = "512m", start_timeout: float = 90.0,
+                 host: str = "127.0.0.1") -> None:
         self.home = home or runtime_dir() / "kafka"
+        self.host = host
         self.heap = heap
         self.start_timeout = start_timeout
         self.started_here = False
@@ -165,7 +170,8 @@ class EmbeddedKafka:
                 [*base, "-XX:+UseG1GC", *JIT_JAVA_OPTIONS["c1"], "kafka.Kafka", str(config)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
-        info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port, data_dir=str(data_dir))
+        info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port, data_dir=str(data_dir),
+                          host=self.host)
         self._state_file.write_text(json.dumps(info.__dict__))
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
@@ -225,8 +231,8 @@ class EmbeddedKafka:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": f"PLAINTEXT://{self.host}:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",

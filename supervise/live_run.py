@@ -36,7 +36,6 @@ from producers.writers.live import LiveSpec, Pacing
 from pubsub_core.hashing import blake2_256
 from pubsub_core.stages.seam import SeamRecordError, split_record
 from pubsub_core.stages.topics import VIEWS, topic
-from settings.paths import REPO_ROOT
 from settings.settings import Settings
 from supervise.errors import PartFailed, PartTimeout
 from supervise.kafka_broker import delete_topics
@@ -92,7 +91,7 @@ class Supervisor:
         log = self.logs / f"{name}.log"
         with open(log, "wb") as err, open(stdout or log, "ab" if stdout is None else "wb") as out:
             process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                       start_new_session=True, cwd=REPO_ROOT,
+                                       start_new_session=True,
                                        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         self.parts[name] = _Part(name, process, log, may_finish=may_finish)
         return process

@@ -1,6 +1,7 @@
 """Shared test configuration: Hypothesis profiles (derandomized in CI so a run is reproducible), and the
 ``pure_python`` marker for tests that spy on Python functions (compiled code calls past their spies), and the
-previous release's tree for the migration tests."""
+previous release's tree for the migration tests, and the checkout's .runtime/ as the runtime folder unless
+``PUBSUB_RUNTIME_DIR`` names another."""
 
 import os
 from collections.abc import Iterator
@@ -10,6 +11,9 @@ from hypothesis import HealthCheck, settings
 
 from state.native import PURE_PYTHON_ENV, compiled
 from tests.support.releases import PREVIOUS, Release, release_tree
+from tests.support.paths import RUNTIME
+
+os.environ.setdefault("PUBSUB_RUNTIME_DIR", str(RUNTIME))
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(

@@ -52,7 +52,7 @@ from benchmarks.reliability.follow import TopicFollower
 from producers.transport.kafka_io import ConsumedRecord
 from producers.transport.topics import ensure_realm_topics
 from pubsub_core.stages.topics import topic
-from settings.paths import REPO_ROOT
+from benchmarks.common import ROOT as REPO_ROOT
 from settings.settings import Settings, load_settings
 from supervise.cluster import StandaloneCluster
 from supervise.kafka_broker import EmbeddedKafka

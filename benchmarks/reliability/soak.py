@@ -54,7 +54,7 @@ from producers.writers.live import LiveSource, LiveSpec, read_resume_point
 from pubsub_core.relay import BroadcasterCall, CallKind
 from pubsub_core.stages import LineRouter, OutputRecord
 from pubsub_core.stages.topics import topic
-from settings.paths import REPO_ROOT
+from benchmarks.common import ROOT as REPO_ROOT
 from settings.settings import STATE_REOPEN_MODES, Settings, load_settings
 from streaming.metrics import checkpoint_bytes
 from supervise.kafka_broker import EmbeddedKafka

@@ -15,8 +15,10 @@ def register(subparsers: Any) -> None:
         "broker",
         help="start, stop or inspect the embedded Kafka broker",
         description=(
-            "Manage the embedded Kafka broker: a single-node KRaft broker run from the Maven jars in jvm/lib/kafka, "
-            "bound to a free 127.0.0.1 port, with its data in .runtime/kafka. Other commands reuse a running one. "
+            "Manage the embedded Kafka broker: a single-node KRaft broker run from the package's Maven jars, bound to "
+            "a free 127.0.0.1 port, with its data in kafka/ of the runtime folder ($PUBSUB_RUNTIME_DIR, else "
+            "~/.local/share/rfc0160-pubsub; the checkout's make and tests use .runtime/). Other commands reuse a "
+            "running one. "
             "A start after a stop (or a crash) restarts on the data and ports the last broker left: topics and "
             "records are kept unless --fresh."
         ),

@@ -1,11 +1,12 @@
-"""docker/Dockerfile without a Docker engine: its build steps replayed on a folder standing for the image's /app.
+"""docker/Dockerfile without a Docker engine: its build stage replayed on a folder standing for that stage's /app.
 
-The COPY steps are done as Docker does them (the build context minus .dockerignore), each ``RUN make ...`` step
-is planned with ``make -n`` on the folder as it is at that step, and the JVM targets of the plan are built for
-real (Maven offline, from the local repository `make setup` filled; javac): the jars the job's Spark settings and
-the embedded broker require must then be where the code looks for them. What needs the image's own Python (the
-venv, the mypyc build) is checked as a plan only; the venv is this test's interpreter. docker-compose.yml is
-validated with `docker compose config` where the Docker CLI has its compose plugin.
+The build stage's COPY steps are done as Docker does them (the build context minus .dockerignore), each
+``RUN make ...`` step is planned with ``make -n`` on the folder as it is at that step, and the JVM targets of the
+plan are built for real (Maven offline, from the local repository `make setup` filled; javac): the jars the job's
+Spark settings and the embedded broker require must then be where the code looks for them. What needs the image's
+own Python (the venv, the mypyc build, the wheel) is checked as a plan only; the venv is this test's interpreter.
+The image stage must install the wheel the build stage made (tests/integration/test_package.py installs one for
+real). docker-compose.yml is validated with `docker compose config` where the Docker CLI has its compose plugin.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from settings.errors import JarsMissingError
-import settings.paths
 from streaming.spark_session import LOG4J2_CONF, connector_jars, local_file_system_jar, pyspark_package_dir
 from supervise.kafka_broker import EmbeddedKafka
 
@@ -56,6 +56,16 @@ def instructions() -> list[Instruction]:
         pending = ""
     assert not pending, "the Dockerfile ends inside a continued line"
     return [Instruction(*(text.split(None, 1) + [""])[:2]) for text in joined]
+
+
+def stages() -> list[list[Instruction]]:
+    """The instructions of each stage, each starting with its FROM."""
+    found: list[list[Instruction]] = []
+    for step in instructions():
+        if step.name == "FROM":
+            found.append([])
+        found[-1].append(step)
+    return found
 
 
 def ignored(relative: str, patterns: list[str]) -> bool:
@@ -115,7 +125,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[l
     app.mkdir()
     patterns = dockerignore()
     plans = []
-    for step in instructions():
+    for step in stages()[0]:
         if step.name == "COPY":
             copy_step(step.argument, app, patterns)
         elif step.name == "RUN":
@@ -127,21 +137,26 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[l
     return app, plans
 
 
-def test_the_image_is_built_in_slash_app_with_the_makefiles_venv_on_the_path() -> None:
-    steps = instructions()
-    assert [s.argument for s in steps if s.name == "WORKDIR"] == ["/app"]
-    env = " ".join(s.argument for s in steps if s.name == "ENV")
-    assert "PATH=/app/.venv/bin:" in env  # the Makefile's VENV (.venv) under WORKDIR: where `pubsub` is installed
-    python = re.fullmatch(r"python:(\d+\.\d+)-\S+", steps[0].argument)
-    assert steps[0].name == "FROM" and python is not None
-    links = next(s.argument for s in steps if s.name == "RUN" and "/opt/spark-home" in s.argument)
-    assert f"/app/.venv/lib/python{python.group(1)}/site-packages/pyspark/" in links
+def test_the_image_installs_the_wheel_the_build_stage_made_with_its_venv_on_the_path() -> None:
+    build, image = stages()
+    assert build[0].argument.endswith(" AS build") and [s.argument for s in build if s.name == "WORKDIR"] == ["/app"]
+    assert ["dist"] in [t for s in build if s.name == "RUN" for t in make_targets(s.argument)]
+    python = re.fullmatch(r"python:(\d+\.\d+)-\S+", image[0].argument)
+    assert python is not None and build[0].argument.startswith(image[0].argument)  # one Python for wheel and image
+    assert [s.argument for s in image if s.name == "COPY"] == ["--from=build /app/dist/ /tmp/dist/"]
+    install = next(s.argument for s in image if s.name == "RUN" and "pip install" in s.argument)
+    assert "python -m venv /opt/pubsub" in install and "/opt/pubsub/bin/pip install /tmp/dist/*.whl" in install
+    env = " ".join(s.argument for s in image if s.name == "ENV")
+    assert "PATH=/opt/pubsub/bin:" in env and "PUBSUB_RUNTIME_DIR=/data" in env  # `pubsub` from the wheel
+    links = next(s.argument for s in image if s.name == "RUN" and "/opt/spark-home" in s.argument)
+    assert f"/opt/pubsub/lib/python{python.group(1)}/site-packages/pyspark/" in links
 
 
 def test_the_make_steps_build_everything_make_setup_builds(replay: tuple[Path, list[tuple[list[str], str]]]) -> None:
     app, plans = replay
-    assert any("setup" in targets for targets, _ in plans), "no RUN step runs `make setup`"
+    assert any("dist" in targets for targets, _ in plans), "no RUN step runs `make dist` (setup, then the wheel)"
     plan = "\n".join(text for _, text in plans)
+    assert "build_wheel" in plan and "build_sdist" in plan
     assert "pip install --quiet --disable-pip-version-check -e '.[dev]'" in plan  # the venv, pinned packages
     assert "--no-build-isolation --no-deps -e ." in plan  # the mypyc build
     assert "mvn -B -q -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies" in plan
@@ -182,7 +197,7 @@ def test_the_jars_the_job_and_the_broker_require_come_out_of_the_make_steps(
                           check=False, env=MAKE_ENV)
     assert done.returncode == 0, f"the JVM targets did not build (is ~/.m2 filled by `make setup`?):\n{done.stderr[-3000:]}"
 
-    monkeypatch.setattr(settings.paths, "REPO_ROOT", app)
+    monkeypatch.setenv("PUBSUB_JARS_DIR", str(app / "jvm" / "lib"))
     assert Path(local_file_system_jar()) == app / "jvm" / "lib" / "local-fs" / "pubsub-local-fs.jar"
     assert any("spark-sql-kafka-0-10" in Path(jar).name for jar in connector_jars())
     assert all(Path(jar).parent == app / "jvm" / "lib" / "spark-kafka" for jar in connector_jars())
@@ -190,7 +205,7 @@ def test_the_jars_the_job_and_the_broker_require_come_out_of_the_make_steps(
 
 
 def test_without_the_jars_the_error_names_the_make_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(settings.paths, "REPO_ROOT", tmp_path)
+    monkeypatch.setenv("PUBSUB_JARS_DIR", str(tmp_path))
     with pytest.raises(JarsMissingError) as caught:
         local_file_system_jar()
     assert "make setup" in str(caught.value) and "jvm/lib/local-fs/pubsub-local-fs.jar" in str(caught.value)

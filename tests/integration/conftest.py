@@ -4,18 +4,22 @@
   PUBSUB_TEST_KAFKA=testcontainers and a Docker engine, testcontainers' Kafka; else the embedded KRaft broker from
   jvm/lib/kafka, started in a temporary folder and stopped at the end of the session.
 - `spark` (session): the project's local Spark session (streaming.spark_session.build_spark).
+- `wheel`, `installed` (session): the wheel built from the checkout, and a fresh venv with it installed
+  (tests.support.package).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from settings.settings import Settings, load_settings
 from supervise.kafka_broker import EmbeddedKafka
+from tests.support.package import build_wheel, install
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,3 +60,13 @@ def spark(kafka_settings: Settings) -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="session")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install(wheel, tmp_path_factory.mktemp("installed") / "venv")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from supervise.cluster import StandaloneCluster
 from supervise.verify import check_outputs, produce_log

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from producers.transport.kafka_io import produce
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from streaming.job import run_job
 from streaming.lanes import SHUFFLE_PARTITIONS, lane_column, recorded_partitions, stateful_partitions

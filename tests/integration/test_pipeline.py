@@ -24,7 +24,7 @@ import pytest
 from producers.transport.kafka_io import produce, wait_for_sizes
 from producers.workload import WorkloadSpec, generate
 from pubsub_core.simulator import Simulator
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.protocol import load_protocol_config
 from settings.settings import Settings
 from streaming.job import run_job

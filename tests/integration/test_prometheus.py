@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from producers.workload import WorkloadSpec, generate
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from supervise.kafka_broker import free_ports
 from supervise.verify import check_outputs, produce_log

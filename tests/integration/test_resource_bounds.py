@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from producers.workload import WorkloadSpec, generate
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from streaming.job import BatchReport, run_job
 from streaming.spark_session import build_spark, jvm_pid

@@ -30,7 +30,7 @@ from producers.transport.topics import consumer_config, ensure_realm_topics
 from producers.workload import WorkloadSpec, generate, signer
 from producers.writers.author import BlockAuthor, InputExpired
 from pubsub_core.stages.topics import input_topics
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from supervise.verify import check_outputs
 from tests.integration.test_author import without_blocks

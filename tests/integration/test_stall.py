@@ -19,7 +19,7 @@ from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import is_void
 from pubsub_core.simulator import simulate
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from streaming.job import run_job
 from supervise.kafka_broker import free_port
