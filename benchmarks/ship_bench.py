@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ROOT, write_result
-from streaming.settings import Settings, load_settings
+from settings.settings import Settings, load_settings
 from supervise.cluster import StandaloneCluster
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.verify import check_outputs, produce_log

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import cast
 
 from producers.errors import ProducerError

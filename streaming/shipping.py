@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from streaming.errors import ShippingError
-from streaming.paths import runtime_dir
+from settings.paths import runtime_dir
 
 __all__ = ["ARCHIVE_ALIAS", "EXCLUDED", "EXECUTOR_PYTHON", "driver_folder", "editable_install", "environment_key",
            "pack_environment", "shipping_conf", "wants_archive"]
@@ -43,7 +43,7 @@ def editable_install() -> bool:
 
 
 def wants_archive(mode: str, master: str) -> bool:
-    """Whether ``mode`` (one of ``streaming.settings.SHIP_MODES``) ships the packed venv to ``master``'s executors."""
+    """Whether ``mode`` (one of ``settings.settings.SHIP_MODES``) ships the packed venv to ``master``'s executors."""
     if mode == "auto":
         return master.startswith("spark://") and not editable_install()
     return mode == "archive"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 
 from pubsub_core.release import RELEASE
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_the_release_written_into_stores_is_the_package_version_with_a_changelog_entry() -> None:

@@ -34,7 +34,7 @@ from pubsub_core.envelope import Envelope
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import is_void
 from supervise.alerts import RULES_FILE, rules_text
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from supervise.kafka_broker import free_ports
 from supervise.verify import fresh_topics

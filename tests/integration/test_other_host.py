@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.settings import Settings, load_settings
+from settings.settings import Settings, load_settings
 from supervise.cluster import StandaloneCluster
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.verify import check_outputs, produce_log

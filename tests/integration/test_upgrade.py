@@ -27,7 +27,7 @@ from producers.workload import WorkloadSpec, generate
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import BlockHeader, InputRecord
 from pubsub_core.stages.topics import input_topics
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from supervise.verify import check_outputs
 from tests.integration.test_author import without_blocks
@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 PREVIOUS_PART = """
 import json, os, sys
 from producers.topics import ensure_realm_topics
-from streaming.settings import load_settings
+from settings.settings import load_settings
 from tests.integration.test_author_snapshot import send
 from tests.integration.test_retention import write_blocks
 body = json.load(sys.stdin)

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -105,7 +106,7 @@ def test_the_embedded_broker_is_found_from_its_record(tmp_path: Path) -> None:
     ({"bootstrap": "h:1", "security_protocol": "TLS"}, "security_protocol"),
     ({"bootstrap": "h:1", "security_protocol": "SASL_PLAINTEXT"}, "sasl_mechanism"),
 ])
-def test_a_connection_that_cannot_work_is_refused_with_its_setting(kwargs: dict[str, str], setting: str) -> None:
+def test_a_connection_that_cannot_work_is_refused_with_its_setting(kwargs: dict[str, Any], setting: str) -> None:
     with pytest.raises(ConnectionSettingsError) as caught:
         Connection(**kwargs)
     assert caught.value.name == setting

@@ -22,7 +22,7 @@ from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage
 from pubsub_core.subscriber import SetSubscriptions
 from pubsub_core.xcm import Publish, Xcm, encode_versioned_xcm
-from state import MemoryBackend, StateTransaction
+from state import MemoryBackend
 
 PUBLISHER = signer("collator/1000")
 SUBSCRIBER = signer("collator/3000")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from supervise.alerts import RULES_FILE, rules_text
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 CASES = Path(__file__).with_name("alert_rules_test.yml")

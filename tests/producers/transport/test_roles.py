@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from producers.transport.roles import ROLES, acl_commands, bindings, markdown_table, role
-from settings.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_the_docs_table_is_the_definition() -> None:
