@@ -7,8 +7,8 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
