@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -465,10 +466,18 @@ def cause_chain(error: BaseException) -> list[str]:
     return texts
 
 
+_TOO_NEW = re.compile(r"FormatTooNewError: (.+)$", re.MULTILINE)
+"""The last line of a Python worker's traceback when a stage found a stored format newer than it knows."""
+
+
 def query_failed(error: BaseException, texts: Sequence[str]) -> QueryFailed:
     """The one-line ``QueryFailed`` of a failed query (``texts``: its ``cause_chain``): Spark's first line (without
     the plan it appends) and the root cause (``java.net.SocketException: Too many open files``, say), which Spark's
-    line often does not name."""
+    line often does not name. A store refused as too new (``state.formats.FormatTooNewError`` in a worker) is named
+    by its own line instead: the format, its version and the release that wrote it."""
+    for text in texts:
+        if (too_new := _TOO_NEW.search(text)) is not None:
+            return QueryFailed(_shortened(too_new.group(1).strip(), 400), None)
     first = texts[0].strip().splitlines()[0] if texts[0].strip() else type(error).__name__
     root = texts[-1].strip().splitlines()[0] if len(texts) > 1 and texts[-1].strip() else None
     return QueryFailed(_shortened(first, 400), _shortened(root, 300) if root else None)

@@ -4,7 +4,9 @@ resumes the previous one's snapshot and its job resumes C. Every output topic eq
 log, record for record; nothing is read again from offset 0 (the job's first batch after the upgrade starts at the
 offsets C committed, and a second run has every record before them deleted first, as retention would).
 
-One test per format version step: the fixture comes from ``PREVIOUS``; the next release's is that one line."""
+One test per format version step: the fixture comes from ``PREVIOUS``; the next release's is that one line. And a
+store one version above the current one is refused in one line: a seam record (the job) and a snapshot (the
+author)."""
 
 from __future__ import annotations
 
@@ -18,21 +20,28 @@ from pathlib import Path
 
 import pytest
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from producers.readers.export import export_line, interleave
 from producers.transport.kafka_io import ConsumedRecord, read_topic
-from producers.workload import WorkloadSpec, generate
-from pubsub_core.envelope import Envelope
-from pubsub_core.relay import BlockHeader, InputRecord
-from pubsub_core.stages.topics import input_topics
-from tests.support.paths import REPO_ROOT
+from producers.transport.topics import ensure_realm_topics
+from producers.workload import WorkloadSpec, generate, signer
+from producers.writers.author import BlockAuthor
+from producers.writers.author_state import AUTHOR_STATE, SNAPSHOT_KEY, SNAPSHOT_VERSION
+from pubsub_core.envelope import Envelope, Topic
+from pubsub_core.relay import BlockHeader, InputRecord, canonical_json
+from pubsub_core.release import RELEASE
+from pubsub_core.stages import RelayView
+from pubsub_core.stages.seam import MAC_BYTES, SEAM_FORMAT, encode_view, seam_mac
+from pubsub_core.stages.topics import VIEWS, input_topics
 from settings.settings import Settings
+from state.formats import FormatTooNewError
 from supervise.verify import check_outputs
 from tests.integration.test_author import without_blocks
 from tests.integration.test_author_snapshot import send
 from tests.integration.test_retention import earliest, write_blocks
+from tests.support.paths import REPO_ROOT
 from tests.support.releases import Release
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -144,3 +153,47 @@ def test_the_previous_release_deployment_is_taken_over_without_replay_and_equals
                for r in whole[f"{realm}.blocks"]]
     assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))  # the author went on from its last block
     assert len(numbers) > len([r for r in before[f"{realm}.blocks"]]) > 0
+
+
+def test_the_job_stops_in_one_line_at_a_seam_record_of_a_newer_format(kafka_settings: Settings, tmp_path: Path) -> None:
+    """A view a later release's Stage R wrote (format 3, authentic: the job's seam key) is never read by guesswork:
+    Stage S's query fails and the job ends with one line naming the format, its version and the release."""
+    realm = f"newer{uuid.uuid4().hex[:8]}"
+    ensure_realm_topics(kafka_settings, realm)
+    seam_key = "s" * 32
+    view = RelayView(realm, 2000, 1, b"\x11" * 32, b"\x22" * 32, 5 * 2**20, (), (), (b"\x80",), (), None, True)
+    layout = encode_view(view, seam_key.encode())[MAC_BYTES + 2 + len(RELEASE):]
+    body = bytes([SEAM_FORMAT + 1, 5]) + b"9.0.0" + layout
+    producer = Producer(kafka_settings.kafka_client_config())
+    producer.produce(f"{realm}.{VIEWS}", key=b"2000", value=seam_mac(seam_key.encode(), body) + body)
+    assert producer.flush(30) == 0
+    log = tmp_path / "job.log"
+    with log.open("ab") as out:
+        command = [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())", "job",
+                   *job_args(kafka_settings, realm, tmp_path / "checkpoint")[2:]]  # ``pubsub job``
+        done = subprocess.run(command,
+                              cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=900,
+                              env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "PUBSUB_SEAM_KEY": seam_key})
+    text = log.read_text()
+    assert done.returncode != 0, text[-3000:]
+    named = [line for line in text.splitlines() if "format version 3, written by release 9.0.0" in line]
+    assert len(named) == 1 and "seam record (relay-views)" in named[0], text[-3000:]
+    assert "Traceback" not in text
+
+
+def test_the_author_stops_at_a_genuine_snapshot_of_a_newer_version(kafka_settings: Settings) -> None:
+    """A snapshot a later release's author wrote (signed by the author key) stops the author with the version and
+    the release; it is not skipped as if forged (the author would then rebuild from the topics)."""
+    realm = f"newsnap{uuid.uuid4().hex[:8]}"
+    ensure_realm_topics(kafka_settings, realm)
+    send(kafka_settings, realm, without_blocks(next(iter(generate(WorkloadSpec(seed=5, blocks=1, realm=realm))))))
+    body = {"version": SNAPSHOT_VERSION + 1, "release": "9.0.0", "number": 1}
+    record = signer("author").sign(Topic(realm, AUTHOR_STATE, SNAPSHOT_KEY.decode()), 1,
+                                   canonical_json(body).encode()).encode()
+    producer = Producer(kafka_settings.kafka_client_config())
+    producer.produce(f"{realm}.{AUTHOR_STATE}", key=SNAPSHOT_KEY, value=record)
+    assert producer.flush(30) == 0
+    with pytest.raises(FormatTooNewError) as refused:
+        BlockAuthor(kafka_settings, realm, signer("author")).start(genesis_timeout=20)
+    assert (refused.value.version, refused.value.release) == (SNAPSHOT_VERSION + 1, "9.0.0")
+    assert "\n" not in str(refused.value)

@@ -23,3 +23,14 @@ def test_short_lines_are_kept_whole() -> None:
     failed = query_failed(RuntimeError(), [SPARK_LINE, "java.net.SocketException: Too many open files"])
     assert failed.message == SPARK_LINE
     assert failed.root_cause == "java.net.SocketException: Too many open files"
+
+
+def test_a_store_refused_as_too_new_in_a_worker_is_named_by_its_own_line() -> None:
+    python = ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+              '  File "/x/streaming/operators.py", line 210, in subscriber_chunks\n'
+              "state.formats.FormatTooNewError: seam record (relay-views): format version 3, written by release "
+              "9.0.0; release 0.2.0 reads up to version 2 (install 9.0.0 or later, or restore the store kept from "
+              "before the upgrade)\n")
+    failed = query_failed(RuntimeError(), [SPARK_LINE, "wrapper", python])
+    assert failed.message.startswith("seam record (relay-views): format version 3, written by release 9.0.0; ")
+    assert failed.root_cause is None and "\n" not in str(failed)
