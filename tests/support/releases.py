@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PREVIOUS", "RELEASES", "Release", "release_tree"]
+from tests.support.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[2]
+__all__ = ["PREVIOUS", "RELEASES", "Release", "release_tree"]
 
 RELEASES = {
     "0.1.0": "49e1b1634c4e388ee8b96b172e176a58972874ef",
@@ -64,15 +64,15 @@ def release_tree(version: str) -> Iterator[Release]:
     commit = RELEASES[version]
     with tempfile.TemporaryDirectory(prefix=f"pubsub-{version}-") as parent:
         tree = Path(parent) / "tree"
-        added = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), commit],
+        added = subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "--detach", str(tree), commit],
                                capture_output=True, text=True, check=False)
         assert added.returncode == 0, (f"release {version} ({commit}) is not in this clone's history (a full "
                                        f"clone is needed): {added.stderr.strip()}")
         try:
-            lib = REPO / "jvm" / "lib"
+            lib = REPO_ROOT / "jvm" / "lib"
             if lib.is_dir() and not (tree / "jvm" / "lib").exists():
                 (tree / "jvm" / "lib").symlink_to(lib, target_is_directory=True)
             yield Release(version, tree)
         finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
+            subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(tree)],
                            capture_output=True, check=False)
