@@ -57,9 +57,19 @@ def compiled_modules() -> list[str]:
     return [s for s in sources if s not in PURE and not s.endswith("errors.py")]
 
 
+def remove_orphans() -> None:
+    """Delete compiled modules whose source is gone (a module moved or removed): left in place, they would still
+    import under their old name."""
+    for package in COMPILED_PACKAGES:
+        for built in (ROOT / package).rglob("*.so"):
+            if not built.with_name(built.name.split(".", 1)[0] + ".py").exists():
+                built.unlink()
+
+
 def extensions() -> list[Extension]:
     """The compiled modules, recorded in the manifest; none (and no manifest) for a pure-Python build."""
     MANIFEST.unlink(missing_ok=True)
+    remove_orphans()
     if os.environ.get("PUBSUB_PURE_PYTHON_BUILD") == "1":
         return []
     from mypyc.build import mypycify

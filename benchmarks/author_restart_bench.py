@@ -32,7 +32,7 @@ from producers.workload import LogBuilder, signer
 from producers.writers.author import BlockAuthor
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.relay import Genesis
-from pubsub_core.stages import LineRouter
+from pubsub_core.stages import LineParser
 from settings.settings import Settings, load_settings
 from supervise.kafka_broker import EmbeddedKafka
 
@@ -62,7 +62,7 @@ def populate(settings: Settings, realm: str, blocks: int) -> float:
     """Write the realm's history; returns the seconds it took."""
     began = time.perf_counter()
     ensure_realm_topics(settings, realm, outputs=False, seam=False)
-    router = LineRouter(realm)
+    router = LineParser(realm)
     for lines in history(realm, blocks):
         produce(settings, [item[0] for item in route_event_log((line.encode() for line in lines), router)
                            if isinstance(item, tuple)])

@@ -120,9 +120,9 @@ def load_logs(names: Sequence[str] = LOG_NAMES) -> list[tuple[str, str, list[byt
 
 def log_facts(lines: Sequence[bytes]) -> dict[str, Any]:
     """Input records (what `pubsub produce` sends to input topics) and the log's size."""
-    from pubsub_core.stages import LineRouter, OutputRecord
+    from pubsub_core.stages import LineParser, OutputRecord
 
-    router = LineRouter("polkadot")
+    router = LineParser("polkadot")
     routed = sum(1 for line in lines if line.strip() and not isinstance(router.route(line.decode()), OutputRecord))
     return {"lines": len(lines), "input_records": routed, "bytes": sum(len(line) + 1 for line in lines)}
 
@@ -471,13 +471,13 @@ def _summ(values: Sequence[float]) -> dict[str, float]:
 
 
 def kafka_rows(lines: Sequence[bytes]) -> tuple[list[Any], Counter[str]]:
-    """The log's lines as the Kafka records `pubsub produce` writes (``streaming.operators.KafkaRow``s, partition
+    """The log's lines as the Kafka records `pubsub produce` writes (``pubsub_core.stages.edge.ConsumerRecord``s, partition
     0, at their offsets), and the output lines of those it refuses."""
-    from pubsub_core.stages import LineRouter, OutputRecord, ProtocolConfig
-    from streaming.operators import KafkaRow
+    from pubsub_core.stages import LineParser, OutputRecord, ProtocolConfig
+    from pubsub_core.stages.edge import ConsumerRecord
 
-    router = LineRouter(ProtocolConfig().default_realm)
-    rows: list[KafkaRow] = []
+    router = LineParser(ProtocolConfig().default_realm)
+    rows: list[ConsumerRecord] = []
     refused: Counter[str] = Counter()
     for line in lines:
         if not line.strip():
@@ -487,30 +487,31 @@ def kafka_rows(lines: Sequence[bytes]) -> tuple[list[Any], Counter[str]]:
             refused[routed.to_line()] += 1
             continue
         record, offset = routed
-        rows.append(KafkaRow(record.topic, 0, offset, record.key, record.value))
+        rows.append(ConsumerRecord(record.topic, 0, offset, record.key, record.value))
     return rows, refused
 
 
 def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) -> dict[str, Any]:
     """The log through relay_rows / subscriber_rows over counting MapStates, cut as maxOffsetsPerTrigger=limit."""
     from pubsub_core.stages import ProtocolConfig
+    from pubsub_core.stages.edge import ConsumerRecord
     from state.spark import SparkStateBackend
-    from streaming.operators import KafkaRow, page_backend, relay_rows, subscriber_rows
+    from streaming.operators import page_backend, relay_rows, subscriber_rows
 
     config = ProtocolConfig()
     rows, out_lines = kafka_rows(lines)
 
     def line_of(row: Any) -> str:
-        return json.dumps({"id": row.id.decode(), "key": row.key.decode(), "topic": row.topic,
+        return json.dumps({"id": row.id, "key": (row.key or b"").decode(), "topic": row.topic,
                            "value": json.loads(row.value)},
                           sort_keys=True, separators=(",", ":"))
 
-    def run_stage(batches: list[list[KafkaRow]], group: Callable[[KafkaRow], tuple[str, ...]],
-                  call: Callable[[tuple[str, ...], list[KafkaRow], SparkStateBackend], list[Any]],
+    def run_stage(batches: list[list[ConsumerRecord]], group: Callable[[ConsumerRecord], tuple[str, ...]],
+                  call: Callable[[tuple[str, ...], list[ConsumerRecord], SparkStateBackend], list[Any]],
                   states: dict[tuple[str, ...], CountingMapState]) -> tuple[list[dict[str, float]], list[Any]]:
         per_batch, produced = [], []
         for batch in batches:
-            groups: dict[tuple[str, ...], list[KafkaRow]] = defaultdict(list)
+            groups: dict[tuple[str, ...], list[ConsumerRecord]] = defaultdict(list)
             for row in batch:
                 groups[group(row)].append(row)
             tally = [0, 0, 0, 0, 0, 0]
@@ -540,7 +541,7 @@ def replay(lines: Sequence[bytes], limit: int | None, expected: Counter[str]) ->
     views = []
     for r in seam:
         partition = murmur2_partition(r.key, VIEWS_PARTITIONS)
-        views.append(KafkaRow(r.topic, partition, next_offset[(r.topic, partition)], r.key, r.value))
+        views.append(ConsumerRecord(r.topic, partition, next_offset[(r.topic, partition)], r.key, r.value))
         next_offset[(r.topic, partition)] += 1
     sub_states: dict[tuple[str, ...], CountingMapState] = {}
     sub_batches, sub_out = run_stage(

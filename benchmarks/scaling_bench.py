@@ -66,8 +66,6 @@ STATE_MB_S = 20.0
 docs/design.md, "Dataflow")."""
 VIEWS_PARTITIONS = 2
 """Partitions of a ``relay-views`` topic by default (settings/settings.py ``views_partitions``)."""
-MAX_RECORD_BYTES = 15 * 1024 * 1024
-"""streaming/operators.py: an output record above this becomes a RecordTooLarge rejection."""
 
 
 # -- pure helpers (tested in tests/benchmarks/test_scaling_bench.py) -----------------------------------------------
@@ -461,7 +459,7 @@ def _admission_functions() -> dict[str, Any]:
     from pubsub_core.xcm import barriers, types
 
     return {
-        "route": ingest.LineRouter.route, "ingest_record": ingest.ingest_record,
+        "route": ingest.LineParser.route, "ingest_record": ingest.ingest_record,
         "authenticate": admission.authenticate, "decode_versioned_xcm": types.decode_versioned_xcm,
         "admit": admission.Admission.admit, "refusal": admission.Admission._refusal,
         "verify_ed25519": envelope.verify_ed25519, "barrier_check": barriers.BarrierChain.check,
@@ -579,7 +577,7 @@ def admission_timing(log: Path) -> dict[str, Any]:
         return wrapper
 
     patches: list[tuple[Any, str]] = [
-        (ingest.LineRouter, "route"), (simulator_module, "ingest_record"), (admission, "authenticate"),
+        (ingest.LineParser, "route"), (simulator_module, "ingest_record"), (admission, "authenticate"),
         (envelope, "verify_ed25519"), (machine.RelayMachine, "_validate_upward"), (admission.Admission, "admit"),
         (barriers.BarrierChain, "check"), (SubscriberStage, "step"),
     ]

@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 
 from benchmarks.common import stop_cleanly_on_sigterm
-from producers.transport.kafka_io import ConsumedRecord, produce, read_topic
+from benchmarks.common import ROOT as REPO_ROOT
+from producers.transport.kafka_io import produce, read_topic
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import is_void
-from benchmarks.common import ROOT as REPO_ROOT
+from pubsub_core.stages.edge import ConsumerRecord
 from settings.settings import load_settings
 from streaming.job import BatchReport, run_job
 from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
@@ -45,7 +46,7 @@ def _block_kind(value: dict[str, str]) -> str:
     return "void" if is_void(Envelope.decode(unhex_0x(value["value"])).data) else "block"
 
 
-def _health(settings: object, kind: str, timeout: float) -> ConsumedRecord:
+def _health(settings: object, kind: str, timeout: float) -> ConsumerRecord:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for record in read_topic(settings, "polkadot.health", timeout=5):  # type: ignore[arg-type]
@@ -106,7 +107,7 @@ def main() -> int:
         run_job(job_settings, on_batch=on_batch, stop=stop)
         feeder.join()
     stalled, resumed = found["stalled"], found["resumed"]
-    assert isinstance(stalled, ConsumedRecord) and isinstance(resumed, ConsumedRecord)
+    assert isinstance(stalled, ConsumerRecord) and isinstance(resumed, ConsumerRecord)
     blocks_topic = read_topic(settings, "polkadot.blocks")
     threshold = next(r for r in blocks_topic if r.offset == THRESHOLD_BLOCK_OFFSET)
     void = next(r for r in blocks_topic if _block_kind(json.loads(r.value or b"")) == "void")

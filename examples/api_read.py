@@ -26,13 +26,14 @@ def main() -> int:
     schema = schema_for_topic(args.topic)
     invalid = 0
     for record in Client().read(args.topic, limit=args.limit):
+        value = record.parsed_value()
         try:
-            validate(schema, record.value)
+            validate(schema, value)
         except RecordSchemaError as error:
             invalid += 1
             print(f"{record.topic}@{record.partition}:{record.offset}: {error}", file=sys.stderr)
         print(json.dumps({"topic": record.topic, "partition": record.partition, "offset": record.offset,
-                          "key": record.key, "id": record.id, "value": record.value}, sort_keys=True))
+                          "key": record.key_text, "id": record.id, "value": value}, sort_keys=True))
     return 1 if invalid else 0
 
 

@@ -21,19 +21,20 @@ from typing import cast
 from producers.errors import ProducerError
 from producers.readers.follow import FollowStats, SeenWindow, Start, follow
 from producers.schemas import RecordSchemaError, validate
-from producers.transport.kafka_io import ID_HEADER, ConsumedRecord, ProducedRecord, produce, read_outputs, read_topic, scan_topic
+from producers.transport.kafka_io import produce, read_outputs, read_topic, scan_topic
 from producers.writers.live import resume_point
-from settings.kafka_security import SECURITY_PROTOCOLS, KafkaSecurity, KafkaSecurityError
+from pubsub_core.codec.types import U32_MAX
 from pubsub_core.envelope import Envelope, KeyRegistry, Signer, Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.stages import GenesisRecord
+from pubsub_core.stages.edge import ConsumerRecord, ProducerRecord
 from pubsub_core.stages.ingest import decode_record
 from pubsub_core.stages.topics import OUTPUTS, topic
 from pubsub_core.subscriber import Update
-from pubsub_core.codec.types import U32_MAX
 from pubsub_core.xcm import Publish as PublishInstruction
 from pubsub_core.xcm import Xcm, encode_versioned_xcm
 from pubsub_core.xcm.types import MAX_PUBLISH_VALUE_LENGTH
+from settings.kafka_security import SECURITY_PROTOCOLS, KafkaSecurity, KafkaSecurityError
 from settings.paths import runtime_folder
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
     "PublishError",
     "Published",
     "Publisher",
-    "Record",
     "SECURITY_PROTOCOLS",
     "Signer",
     "UnknownSignerError",
@@ -131,7 +131,7 @@ class InvalidRecordError(ClientError):
     """A record on an output topic that is not what its schema says (anyone may write to any topic); carries
     where it is and why."""
 
-    def __init__(self, record: Record, reason: str) -> None:
+    def __init__(self, record: ConsumerRecord, reason: str) -> None:
         super().__init__(f"record {record.topic}@{record.partition}:{record.offset} is not valid: {reason}")
         self.record = record
         self.reason = reason
@@ -205,40 +205,6 @@ def embedded_broker_bootstrap(environ: Mapping[str, str]) -> str | None:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return f"{host}:{port}"
-
-
-@dataclass(frozen=True)
-class Record:
-    """A record read from a topic: its place, key and ``id`` header (as text, None if absent), value (parsed JSON,
-    or the text when it is not JSON, None for a null value), Kafka timestamp (ms) and every header."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: str | None
-    id: str | None
-    value: object
-    timestamp: int | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-
-    @classmethod
-    def of(cls, consumed: ConsumedRecord) -> Record:
-        raw_id = consumed.header(ID_HEADER)
-        return cls(consumed.topic, consumed.partition, consumed.offset, _text(consumed.key),
-                   _text(raw_id), _value(consumed.value), consumed.timestamp, consumed.headers)
-
-
-def _text(data: bytes | None) -> str | None:
-    return None if data is None else data.decode("utf-8", errors="replace")
-
-
-def _value(data: bytes | None) -> object:
-    if data is None:
-        return None
-    try:
-        return json.loads(data)
-    except (UnicodeDecodeError, ValueError):
-        return data.decode("utf-8", errors="replace")
 
 
 def build_publish(signer: Signer, realm: str, para: int, seqno: int, items: Iterable[Publish]) -> Envelope:
@@ -317,7 +283,7 @@ class Publisher:
         position, seqno = self._next if self._next is not None else self._resume()
         envelope = build_publish(self.signer, self.realm, self.para, seqno, items)
         record = InputRecord("upward", str(self.para), position, envelope.encode())
-        produce(self.connection, [ProducedRecord(self.topic, str(self.para).encode(),
+        produce(self.connection, [ProducerRecord(self.topic, str(self.para).encode(),
                                                  canonical_json(record.to_json()).encode())])
         self._next = (position + 1, seqno + 1)
         return Published(self.topic, str(self.para), position, seqno, record)
@@ -329,11 +295,11 @@ class Client:
     def __init__(self, connection: Connection | None = None, *, bootstrap: str | None = None) -> None:
         self.connection = connection if connection is not None else Connection.from_environment(bootstrap)
 
-    def read(self, topic: str, *, limit: int | None = None, timeout: float = 30.0) -> list[Record]:
+    def read(self, topic: str, *, limit: int | None = None, timeout: float = 30.0) -> list[ConsumerRecord]:
         """Every record ``topic`` holds now (with ``limit``, at most that many, the first ones of each partition),
         in partition and offset order. ``KafkaIOError`` if the topic does not exist, or if Kafka does not answer
         within ``timeout`` seconds (no record for that long, too)."""
-        return [Record.of(r) for r in read_topic(self.connection, topic, timeout, limit)]
+        return read_topic(self.connection, topic, timeout, limit)
 
     def outputs(self, realm: str, kinds: Iterable[str] = OUTPUTS) -> list[str]:
         """The realm's output records (``kinds``, by default all six: updates, events, rejected, pov, seals,
@@ -360,13 +326,12 @@ class Client:
         idle = _IdleStop(stop, idle_seconds)
         key = None if subscriber is None else str(subscriber)
         start = Start.BEGINNING if from_beginning else Start.NOW
-        records = cast(Generator[ConsumedRecord, None, None],  # follow is a generator function
+        records = cast(Generator[ConsumerRecord, None, None],  # follow is a generator function
                        follow(self.connection, topic(realm, "updates"), stop, start=start, key=key, stats=stats,
                               seen=SeenWindow()))
         try:
-            for consumed in records:
+            for record in records:
                 idle.reset()
-                record = Record.of(consumed)
                 try:
                     update = _update(record)
                 except InvalidRecordError as error:
@@ -389,12 +354,13 @@ class Client:
         return publisher
 
 
-def _update(record: Record) -> Update:
+def _update(record: ConsumerRecord) -> Update:
+    value = record.parsed_value()
     try:
-        validate("update", record.value)
-        if not isinstance(record.value, dict):  # never: the schema says it is an object
+        validate("update", value)
+        if not isinstance(value, dict):  # never: the schema says it is an object
             raise InvalidRecordError(record, "an update is a JSON object")
-        return Update.from_json(record.value)
+        return Update.from_json(value)
     except (RecordSchemaError, ValueError) as exc:  # the schema, or an id that is not its content's
         raise InvalidRecordError(record, str(exc)) from exc
 

@@ -14,12 +14,12 @@ import json
 from collections.abc import Callable, Iterable
 
 from producers.transport.kafka_io import KafkaIOError, scan_topic
+from pubsub_core.stages.edge import to_kafka
 from pubsub_core.stages.records import OutputRecord
 from pubsub_core.stages.stall import HEALTH, Declared
 from pubsub_core.stages.topics import topic
-from streaming.operators import out_row
-from streaming.record_writer import RecordWriter, writer_config
 from settings.settings import Settings
+from streaming.record_writer import RecordWriter, writer_config
 
 __all__ = ["TAIL_RECORDS", "declared_stalls", "health_publisher"]
 
@@ -34,7 +34,7 @@ def health_publisher(settings: Settings) -> Callable[[list[OutputRecord]], None]
     writer = RecordWriter(writer_config(settings))
 
     def publish(records: list[OutputRecord]) -> None:
-        writer.write([out_row(r) for r in records])
+        writer.write([to_kafka(r) for r in records])
         writer.flush()
 
     return publish

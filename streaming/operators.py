@@ -21,32 +21,31 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
-from pubsub_core.relay import canonical_json
+from pubsub_core.relay import RecordOutcome, Status, canonical_json
 from pubsub_core.stages import (
     OutputRecord,
     RelayStage,
     RelayView,
-    SimOutcome,
     ProtocolConfig,
     SubscriberStage,
     ingest_record,
 )
+from pubsub_core.stages.edge import ID_HEADER, ConsumerRecord, ProducerRecord, to_kafka
+from pubsub_core.stages.limits import MAX_OUTPUT_BYTES
+from pubsub_core.stages.records import rejection
 from pubsub_core.stages.seam import SeamRecordError, decode_view, encode_view
 from pubsub_core.stages.stall import WaitingStatus, is_declaration
 from pubsub_core.stages.subscriber_stage import ViewConflictError
-from pubsub_core.stages.topics import INPUTS, VIEWS, topic
+from pubsub_core.stages.topics import INPUTS, VIEWS, kind_of, topic
 
 from state import StateBackend
 from state.spark import SparkStateBackend
 
 __all__ = [
     "BatchSummary",
-    "KafkaRow",
     "WAITING",
-    "OutRow",
-    "out_row",
     "Writer",
     "feed_order",
     "page_backend",
@@ -85,54 +84,21 @@ def page_backend(pages: Any) -> SparkStateBackend:
                              single_page_bytes=SINGLE_PAGE_BYTES, bundle_bytes=BUNDLE_BYTES)
 
 
-MAX_RECORD_BYTES = 15 * 1024 * 1024
-"""An output record above this is replaced by a ``RecordTooLarge`` rejection (topics allow 16 MiB)."""
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaRow:
-    """One Kafka record as an operator sees it."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-
-
-class OutRow(NamedTuple):
-    """One record as Kafka takes it: topic, key, value (canonical JSON; a seam record's bytes) and the ``id``
-    header, each encoded once where the record is made.
-
-    A named tuple, not a frozen dataclass: Stage R makes about 27,000 of these per 100 blocks on the standard
-    workload, and made, bounded and encoded for the writer they took 0.20 s as frozen dataclasses of strings, 0.11 s
-    as this (51,312 records of the log, both stages)."""
-
-    topic: str
-    key: bytes
-    value: bytes
-    id: bytes
-
-
-def out_row(record: OutputRecord) -> OutRow:
-    """A record as Kafka takes it, encoded once."""
-    return OutRow(record.topic, record.key.encode(), record.value_json().encode(), record.id.encode())
-
-
-def _bounded(row: OutRow, realm: str) -> OutRow:
-    """The row, or a typed rejection in its place if it is larger than a topic takes."""
+def _bounded(row: ProducerRecord, realm: str) -> ProducerRecord:
+    """The record, or a typed rejection in its place if it is larger than a topic takes."""
     size = len(row.value)
-    if size <= MAX_RECORD_BYTES:
+    if size <= MAX_OUTPUT_BYTES:
         return row
-    record_id = row.id.decode()
-    outcome = SimOutcome(None, record_id, "rejected", "RecordTooLarge", f"{size} bytes exceed {MAX_RECORD_BYTES}")
-    return out_row(OutputRecord(topic(realm, "rejected"), row.key.decode(), f"too-large/{record_id}", outcome.to_json()))
+    record_id = row.id or ""
+    outcome = RecordOutcome(None, record_id, Status.REJECTED, "RecordTooLarge",
+                            f"{size} bytes exceed {MAX_OUTPUT_BYTES}")
+    return to_kafka(rejection(realm, (row.key or b"").decode(), f"too-large/{record_id}", outcome))
 
 
-def seam_record(view: RelayView, seam_key: bytes) -> OutRow:
+def seam_record(view: RelayView, seam_key: bytes) -> ProducerRecord:
     """A view as a record of ``<realm>.relay-views`` (``pubsub_core.stages.seam``: MAC and binary body)."""
-    return OutRow(topic(view.realm, VIEWS), str(view.subscriber).encode(), encode_view(view, seam_key),
-                  f"view/{view.subscriber}/{view.number}".encode())
+    return ProducerRecord(topic(view.realm, VIEWS), str(view.subscriber).encode(), encode_view(view, seam_key),
+                          ((ID_HEADER, f"view/{view.subscriber}/{view.number}".encode()),))
 
 
 _VIEWS_SUFFIX = "." + VIEWS
@@ -145,33 +111,33 @@ SEAM_HOLD_BYTES = 64 * 1024 * 1024
 unless the batch is larger than this (a catch-up of thousands of blocks), so a worker's memory stays bounded."""
 
 
-def feed_order(row: KafkaRow) -> tuple[int, str, int, int]:
+def feed_order(row: ConsumerRecord) -> tuple[int, str, int, int]:
     """A batch's rows topic by topic, each in offset order: the genesis first, blocks last (``INPUTS``' order).
 
     How topics interleave does not change Stage R's outputs (tests/simulator/test_examples.py), only its work: a
     record that comes before the realm's genesis is held (encoded and decoded once more), and a block that
     comes before its records waits in a queue. Genesis first, then the inputs, then the blocks, does the least of that
     work (docs/benchmarks.md, "Measured code choices"); the outputs are equal either way."""
-    name = row.topic.rpartition(".")[2]
+    name = kind_of(row.topic)
     rank = INPUTS.index(name) if name in INPUTS else len(INPUTS)
     return rank, row.topic, row.partition, row.offset
 
 
-def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: ProtocolConfig,
-                 seam_key: bytes) -> Iterator[list[OutRow]]:
+def relay_chunks(realm: str, rows: Iterable[ConsumerRecord], backend: StateBackend, config: ProtocolConfig,
+                 seam_key: bytes) -> Iterator[list[ProducerRecord]]:
     """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's records (or at
     ``CHUNK_ROWS``)."""
     stage = RelayStage(realm, config, backend)
-    out: list[OutRow] = []
+    out: list[ProducerRecord] = []
     for row in sorted(rows, key=feed_order):
         parsed = ingest_record(row.topic, row.key, row.value, row.offset, realm)
         if isinstance(parsed, OutputRecord):
-            out.append(out_row(parsed))
+            out.append(to_kafka(parsed))
             continue
         immediate, steps = stage.feed(parsed)
-        out += [out_row(r) for r in immediate if not is_declaration(r)]  # the driver declares (streaming.job)
+        out += [to_kafka(r) for r in immediate if not is_declaration(r)]  # the driver declares (streaming.job)
         for step in steps:
-            out += [out_row(r) for r in step.outputs]
+            out += [to_kafka(r) for r in step.outputs]
             out += [seam_record(view, seam_key) for view in step.views]
         if steps or len(out) >= CHUNK_ROWS:
             yield [_bounded(row, realm) for row in out]
@@ -180,24 +146,24 @@ def relay_chunks(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, co
         yield [_bounded(row, realm) for row in out]
 
 
-def relay_rows(realm: str, rows: Iterable[KafkaRow], backend: StateBackend, config: ProtocolConfig,
-               seam_key: bytes) -> list[OutRow]:
+def relay_rows(realm: str, rows: Iterable[ConsumerRecord], backend: StateBackend, config: ProtocolConfig,
+               seam_key: bytes) -> list[ProducerRecord]:
     """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
     return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key) for row in chunk]
 
 
-def _seam_rejection(realm: str, row: KafkaRow, reason: str, detail: str) -> OutRow:
+def _seam_rejection(realm: str, row: ConsumerRecord, reason: str, detail: str) -> ProducerRecord:
     log_id = f"{row.topic}@{row.partition}:{row.offset}"
-    outcome = SimOutcome(None, log_id, "rejected", reason, detail[:200])
+    outcome = RecordOutcome(None, log_id, Status.REJECTED, reason, detail)
     key = "" if row.key is None else row.key.decode("utf-8", "replace")
-    return out_row(OutputRecord(topic(realm, "rejected"), key, f"seam/{log_id}", outcome.to_json()))
+    return to_kafka(rejection(realm, key, f"seam/{log_id}", outcome))
 
 
-def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
-                      config: ProtocolConfig, seam_key: bytes) -> Iterator[list[OutRow]]:
+def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[ConsumerRecord], backend: StateBackend,
+                      config: ProtocolConfig, seam_key: bytes) -> Iterator[list[ProducerRecord]]:
     """``subscriber_rows`` in chunks of at least ``CHUNK_ROWS`` rows (the last one: what is left), each as soon
     as it is made."""
-    out: list[OutRow] = []
+    out: list[ProducerRecord] = []
     stage: SubscriberStage | None = None
     for row in sorted(rows, key=lambda r: (r.partition, r.offset)):
         try:
@@ -211,7 +177,7 @@ def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], bac
         if stage is None:
             stage = SubscriberStage(realm, view.subscriber, config.subscriber, backend)
         try:
-            out += [out_row(r) for r in stage.receive(view, digest)]
+            out += [to_kafka(r) for r in stage.receive(view, digest)]
         except ViewConflictError as exc:
             out.append(_seam_rejection(realm, row, exc.reason, exc.detail))
         if len(out) >= CHUNK_ROWS:
@@ -221,17 +187,17 @@ def subscriber_chunks(realm: str, subscriber: str, rows: Iterable[KafkaRow], bac
         yield [_bounded(row, realm) for row in out]
 
 
-def subscriber_rows(realm: str, subscriber: str, rows: Iterable[KafkaRow], backend: StateBackend,
-                    config: ProtocolConfig, seam_key: bytes) -> list[OutRow]:
+def subscriber_rows(realm: str, subscriber: str, rows: Iterable[ConsumerRecord], backend: StateBackend,
+                    config: ProtocolConfig, seam_key: bytes) -> list[ProducerRecord]:
     """One micro-batch of a subscriber's seam records through Stage S, in (partition, offset) order."""
     return [row for chunk in subscriber_chunks(realm, subscriber, rows, backend, config, seam_key) for row in chunk]
 
 
-def _kafka_rows(frames: Iterator[Any]) -> list[KafkaRow]:
+def _kafka_rows(frames: Iterator[Any]) -> list[ConsumerRecord]:
     """The input rows of one grouping key (pandas DataFrames: transformWithStateInPandas)."""
     return [
-        KafkaRow(topic_, int(partition), int(offset), None if key is None else bytes(key),
-                 None if value is None else bytes(value))
+        ConsumerRecord(topic_, int(partition), int(offset), None if key is None else bytes(key),
+                       None if value is None else bytes(value))
         for frame in frames
         for topic_, partition, offset, key, value in zip(
             frame["topic"], frame["partition"], frame["offset"], frame["key"], frame["value"], strict=True)
@@ -253,11 +219,11 @@ class BatchSummary:
     seals: list[tuple[str, str]] = field(default_factory=list)
     waiting: dict[str, WaitingStatus | None] = field(default_factory=dict)
 
-    def add(self, rows: Iterable[OutRow]) -> None:
+    def add(self, rows: Iterable[ProducerRecord]) -> None:
         """Count ``rows`` in (written records)."""
         for row in rows:
             if row.topic.endswith(".seals"):
-                self.seals.append((row.topic, row.key.decode()))
+                self.seals.append((row.topic, (row.key or b"").decode()))
             else:
                 self.counts[row.topic] = self.counts.get(row.topic, 0) + 1
 
@@ -288,7 +254,7 @@ def parse_waiting(key: str) -> tuple[str, WaitingStatus | None]:
 class Writer(Protocol):
     """Where a stage's records go (``streaming.record_writer.RecordWriter``: Kafka)."""
 
-    def write(self, records: Iterable[OutRow]) -> None: ...
+    def write(self, records: Iterable[ProducerRecord]) -> None: ...
 
     def flush(self) -> None: ...
 
@@ -298,7 +264,7 @@ PROFILE_ENV = "PUBSUB_OPERATOR_PROFILE"
 cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, for benchmarks/pipeline_bench)."""
 
 
-def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBackend, writer: Writer,
+def _frames(name: str, chunks: Iterator[list[ProducerRecord]], backend: SparkStateBackend, writer: Writer,
             waiting: Callable[[], dict[str, WaitingStatus | None]] | None = None) -> Iterator[Any]:
     """Each chunk written as soon as it is made, then the batch's state pages (one MapState call per changed
     page), every record delivered, and the batch's summary (with ``waiting()``, Stage R's waiting status after
@@ -324,14 +290,14 @@ def _frames(name: str, chunks: Iterator[list[OutRow]], backend: SparkStateBacken
         yield summary.frame()
 
 
-def seam_last(chunks: Iterable[list[OutRow]], hold_bytes: int = SEAM_HOLD_BYTES) -> Iterator[list[OutRow]]:
+def seam_last(chunks: Iterable[list[ProducerRecord]], hold_bytes: int = SEAM_HOLD_BYTES) -> Iterator[list[ProducerRecord]]:
     """The chunks with their seam records held back to the end (or until they pass ``hold_bytes``), in order.
 
     A running Stage S takes whatever views are on the seam at each trigger. While Stage R works through a large
     batch, streaming its views block by block had Stage S run a batch every trigger beside it, each paying Spark's
     per-batch cost on the same two cores; holding the views is faster (docs/benchmarks.md, "Measured defaults"). A batch
     of a block or two, the live job's usual, writes its views at the same moment either way."""
-    held: list[OutRow] = []
+    held: list[ProducerRecord] = []
     size = 0
     for chunk in chunks:
         others = []

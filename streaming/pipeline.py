@@ -21,7 +21,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pubsub_core.stages import ProtocolConfig
-from pubsub_core.stages.topics import INPUT_TOPIC_PATTERN, INPUTS, OUTPUTS, VIEWS, VIEWS_TOPIC_PATTERN, realm_pattern
+from pubsub_core.stages.limits import FETCH_BYTES
+from pubsub_core.stages.topics import (
+    INPUT_TOPIC_PATTERN,
+    INPUTS,
+    OUTPUTS,
+    REALM_SQL,
+    VIEWS,
+    VIEWS_TOPIC_PATTERN,
+    realm_of,
+    realm_pattern,
+)
 from settings.settings import Settings
 from streaming.lanes import lane_column, stateful_partitions
 from streaming.record_writer import writer_config
@@ -39,7 +49,6 @@ __all__ = [
     "subscriber_query",
 ]
 
-FETCH_BYTES = 64 * 1024 * 1024
 SOURCE_FETCH_WAIT_MS = 20
 KAFKA_SOURCE_OPTIONS = {
     # a view or an input may pass Kafka's 1 MB default: read records up to the topics' 16 MiB
@@ -125,7 +134,7 @@ def relay_query(spark: SparkSession, settings: Settings, config: ProtocolConfig,
     realms = settings.realm_list()
     pattern = INPUT_TOPIC_PATTERN if realms is None else realm_pattern(realms, INPUTS)
     rows = _source(spark, settings, pattern).selectExpr(
-        "regexp_extract(topic, '^(.*)[.][^.]+$', 1) AS realm", "topic", "partition", "offset", "key", "value")
+        f"{REALM_SQL} AS realm", "topic", "partition", "offset", "key", "value")
     out = rows.groupBy("realm").transformWithStateInPandas(
         statefulProcessor=RelayOperator(config, key, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
@@ -142,7 +151,7 @@ def subscriber_query(spark: SparkSession, settings: Settings, config: ProtocolCo
     pattern = VIEWS_TOPIC_PATTERN if realms is None else realm_pattern(realms, (VIEWS,))
     checkpoint = settings.checkpoint_dir / "subscribers"
     rows = _source(spark, settings, pattern).selectExpr(
-        "regexp_extract(topic, '^(.*)[.]relay-views$', 1) AS realm", "CAST(key AS STRING) AS subscriber", "topic",
+        f"{REALM_SQL} AS realm", "CAST(key AS STRING) AS subscriber", "topic",
         "partition", "offset", "key", "value")
     rows = rows.withColumn("lane", lane_column(stateful_partitions(spark, checkpoint)))
     out = rows.groupBy("realm", "subscriber", "lane").transformWithStateInPandas(
@@ -154,5 +163,5 @@ def subscriber_query(spark: SparkSession, settings: Settings, config: ProtocolCo
 def served_realms(topics: Iterable[str], settings: Settings) -> list[str]:
     """Realms that have at least one input topic among ``topics`` (and that the settings serve)."""
     wanted = settings.realm_list()
-    found = {t.rpartition(".")[0] for t in topics if re.match(INPUT_TOPIC_PATTERN, t)}
+    found = {realm_of(t) for t in topics if re.match(INPUT_TOPIC_PATTERN, t)}
     return sorted(r for r in found if wanted is None or r in wanted)

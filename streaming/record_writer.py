@@ -18,15 +18,13 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from producers.transport.kafka_io import ID_HEADER
 from producers.transport.topics import producer_config
+from pubsub_core.stages.edge import ProducerRecord
+from pubsub_core.stages.limits import WRITER_REQUEST_BYTES
 from settings.settings import Settings
 from streaming.errors import RecordWriteError
 
 __all__ = ["WRITER_LIMITS", "RecordWriter", "record_writer", "writer_config"]
-
-WRITER_MESSAGE_BYTES = 32 * 1024 * 1024
-"""A view or an output may pass Kafka's 1 MB default: up to the topics' 16 MiB, several to a request."""
 
 WRITER_LIMITS: dict[str, str] = {
     # the Java client's partitioner (Spark's sink): a key lands where it did, and where the seam's readers expect it
@@ -56,7 +54,7 @@ deliver within ``message.timeout.ms`` (5 minutes by default), so the wait ends."
 
 def writer_config(settings: Settings) -> dict[str, str]:
     """The writer's librdkafka configuration: the project's producer over the settings' connection, and the limits."""
-    return {**producer_config(settings, WRITER_MESSAGE_BYTES), **WRITER_LIMITS}
+    return {**producer_config(settings, WRITER_REQUEST_BYTES), **WRITER_LIMITS}
 
 
 class RecordWriter:
@@ -74,14 +72,13 @@ class RecordWriter:
         self._producer = Producer({**config, "on_delivery": delivered, "delivery.report.only.error": True})
         self._failures = failures
 
-    def write(self, records: Iterable[tuple[str, bytes, bytes, bytes]]) -> None:
-        """Queue (topic, key, value, id) records, the last three encoded (``streaming.operators.OutRow``); a full
-        queue is drained by serving deliveries."""
+    def write(self, records: Iterable[ProducerRecord]) -> None:
+        """Queue records; a full queue is drained by serving deliveries."""
         produce, poll = self._producer.produce, self._producer.poll
-        for topic, key, value, record_id in records:
+        for topic, key, value, headers in records:
             while True:
                 try:
-                    produce(topic, value, key, headers=[(ID_HEADER, record_id)])
+                    produce(topic, value, key, headers=list(headers))
                     break
                 except BufferError:
                     poll(0.05)

@@ -29,13 +29,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from producers.readers.latency import LatencySummary, summarize
-from producers.transport.kafka_io import ID_HEADER
 from producers.transport.topics import consumer_config, ensure_realm_topics, realm_topic_names
 from producers.workload import WorkloadSpec
 from producers.writers.live import LiveSpec, Pacing
 from pubsub_core.hashing import blake2_256
+from pubsub_core.stages.edge import ID_HEADER
 from pubsub_core.stages.seam import SeamRecordError, split_record
-from pubsub_core.stages.topics import VIEWS, topic
+from pubsub_core.stages.topics import VIEWS, kind_of, topic
 from settings.settings import Settings
 from supervise.errors import PartFailed, PartTimeout
 from supervise.kafka_broker import delete_topics
@@ -242,7 +242,7 @@ class LiveMonitor:
             if error.code() != KafkaError._PARTITION_EOF:
                 raise KafkaException(error)
             return
-        kind = str(message.topic()).rpartition(".")[2]
+        kind = kind_of(str(message.topic()))
         _, millis = message.timestamp()
         state = self._state
         if kind == "upward":

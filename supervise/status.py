@@ -25,9 +25,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from producers.readers.realm_watch import PovUse, TailReadError, read_tails
 from producers.schemas import RecordSchemaError, validate
-from producers.transport.kafka_io import ConsumedRecord, KafkaIOError, scan_topic
+from producers.transport.kafka_io import KafkaIOError, scan_topic
 from producers.transport.topics import consumer_config
-from pubsub_core.stages.topics import INPUTS, OUTPUTS, topic
+from pubsub_core.stages.edge import ConsumerRecord
+from pubsub_core.stages.topics import INPUTS, OUTPUTS, kind_of, topic
 from settings.settings import Settings
 from supervise.errors import StatusUnavailable
 
@@ -159,7 +160,7 @@ def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> Real
                          facts.relay_height, facts.author_height, facts.blocks_waiting, pov=dict(sorted(facts.pov.items())))
     ends = _ends(settings, [topic(realm, kind) for kind in (*INPUTS, *OUTPUTS)])
     status.records_out = {name: sum(parts.values()) for name, parts in ends.items()
-                          if name.rpartition(".")[2] in OUTPUTS}
+                          if kind_of(name) in OUTPUTS}
     if topic(realm, "health") in ends:
         stall = open_stall(realm, _tail(settings, topic(realm, "health")))
         # A block the seals show applied is not waiting, whatever a record says (anyone may write to the topic).
@@ -168,14 +169,14 @@ def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> Real
     if checkpoint is not None:
         done = checkpoint_offsets(checkpoint / "relay")
         for name, parts in ends.items():
-            if name.rpartition(".")[2] in INPUTS:
+            if kind_of(name) in INPUTS:
                 for partition, end in parts.items():
                     read = done.get(name, {}).get(str(partition), 0)
                     status.lag[(name, partition)] = max(0, end - read)
     return status
 
 
-def _tail(settings: Settings, name: str) -> list[ConsumedRecord]:
+def _tail(settings: Settings, name: str) -> list[ConsumerRecord]:
     """The newest ``HEALTH_TAIL`` records of each partition of ``name``, oldest first (by Kafka timestamp)."""
     try:
         records = list(scan_topic(settings, name, timeout=10, offset=str(-HEALTH_TAIL)))
@@ -184,7 +185,7 @@ def _tail(settings: Settings, name: str) -> list[ConsumedRecord]:
     return sorted(records, key=lambda r: (r.timestamp or 0, r.partition, r.offset))
 
 
-def open_stall(realm: str, records: list[ConsumedRecord]) -> Stall | None:
+def open_stall(realm: str, records: list[ConsumerRecord]) -> Stall | None:
     """The realm's ``Stalled`` record that no ``Resumed`` record of the same block followed, if any (the newest);
     a record that is not the realm's valid health record is ignored (anyone may write to a topic)."""
     open_records: dict[str, tuple[dict[str, object], int | None]] = {}

@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from producers.transport.kafka_io import ProducedRecord, produce, read_outputs, route_event_log
+from producers.transport.kafka_io import produce, read_outputs, route_event_log
 from producers.transport.topics import admin_client, ensure_realm_topics, realm_topic_names
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import LineRouter, OutputRecord
-from pubsub_core.stages.topics import OUTPUTS, topic
+from pubsub_core.stages import LineParser, OutputRecord
+from pubsub_core.stages.edge import ProducerRecord, to_kafka
+from pubsub_core.stages.topics import OUTPUTS, realm_of, topic
 from settings.protocol import load_protocol_config
 from settings.settings import Settings
 from streaming.job import BatchReport, JobSummary, run_job
@@ -110,13 +111,13 @@ def expected_outputs(lines: Sequence[bytes], simulator: Simulator) -> tuple[list
     return out, len(simulator.finish())
 
 
-def _records(lines: Sequence[bytes], default_realm: str) -> tuple[list[ProducedRecord], set[str]]:
+def _records(lines: Sequence[bytes], default_realm: str) -> tuple[list[ProducerRecord], set[str]]:
     """The Kafka records of a log (what `pubsub produce` sends): routed lines, and the rejections of lines that
     cannot be routed; and the realms they name."""
-    records: list[ProducedRecord] = []
-    for item in route_event_log(lines, LineRouter(default_realm)):
-        records.append(ProducedRecord.from_output(item) if isinstance(item, OutputRecord) else item[0])
-    return records, {r.topic.rpartition(".")[0] for r in records}
+    records: list[ProducerRecord] = []
+    for item in route_event_log(lines, LineParser(default_realm)):
+        records.append(to_kafka(item) if isinstance(item, OutputRecord) else item[0])
+    return records, {realm_of(r.topic) for r in records}
 
 
 def produce_log(lines: Sequence[bytes], settings: Settings, reset_topics: bool = False) -> list[str]:
@@ -128,7 +129,7 @@ def produce_log(lines: Sequence[bytes], settings: Settings, reset_topics: bool =
 
 
 def fresh_topics(lines: Sequence[bytes], settings: Settings,
-                 reset_topics: bool = False) -> tuple[list[ProducedRecord], list[str]]:
+                 reset_topics: bool = False) -> tuple[list[ProducerRecord], list[str]]:
     """``produce_log`` up to producing: the log's records and realms, their topics made afresh and empty (so that
     a live job can be started on them before the log arrives)."""
     config = load_protocol_config(settings.protocol_config)

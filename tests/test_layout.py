@@ -12,6 +12,9 @@
 - Only ``producers``, ``streaming``, ``supervise``, ``cli`` and tests import a Kafka client.
 - No import circles between modules, function-level imports included (an import outside ``if TYPE_CHECKING:``
   runs, and importing ``a.b.c`` runs ``a`` and ``a.b`` first).
+- One record model at the Kafka edge (``pubsub_core/stages/edge.py``): no other class holds a topic with a key or
+  value as bytes; one table of size limits (``pubsub_core/stages/limits.py``): no other ``MAX_..._BYTES`` in the
+  runtime packages; one builder of a ``rejected`` record (``pubsub_core.stages.records.rejection``).
 """
 
 from __future__ import annotations
@@ -276,3 +279,62 @@ def test_a_module_importing_its_own_package_is_no_circle() -> None:
     sources = {"a/__init__.py": "from a.x import X\n", "a/x.py": "from a.y import Y\nfrom . import z\n",
                "a/y.py": "", "a/z.py": ""}
     assert circles(import_graph(sources)) == []
+
+
+# -- one record model, one size table, one rejection builder ---------------------------------------------------------
+EDGE = "pubsub_core/stages/edge.py"
+LIMITS = "pubsub_core/stages/limits.py"
+REJECTION_BUILDER = "pubsub_core/stages/records.py"
+
+
+def kafka_record_classes(source: str) -> list[str]:
+    """Classes whose fields hold a Kafka record: a ``topic`` beside a ``key`` or ``value`` typed as bytes."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            fields = {s.target.id: ast.unparse(s.annotation) for s in node.body
+                      if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            if "topic" in fields and any("bytes" in fields.get(name, "") for name in ("key", "value")):
+                found.append(node.name)
+    return found
+
+
+def size_limits(source: str) -> list[str]:
+    """Module-level names of a size limit in bytes (``MAX_..._BYTES``)."""
+    targets = [t for node in ast.parse(source).body if isinstance(node, ast.Assign | ast.AnnAssign)
+               for t in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+    return [t.id for t in targets if isinstance(t, ast.Name) and t.id.startswith("MAX_") and t.id.endswith("_BYTES")]
+
+
+def rejection_builders(source: str) -> list[int]:
+    """Lines that build a ``rejected`` output record by hand (an ``OutputRecord(...)`` naming ``rejected``)."""
+    return [node.lineno for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name) and node.func.id == "OutputRecord" and "rejected" in ast.unparse(node)]
+
+
+def runtime_sources() -> dict[str, str]:
+    return {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+            for package in sorted(RUNTIME | {"benchmarks"}) for path in package_files(package)}
+
+
+def test_one_record_type_each_way_at_the_kafka_edge() -> None:
+    found = {(path, name) for path, source in runtime_sources().items() for name in kafka_record_classes(source)}
+    assert found == {(EDGE, "ProducerRecord"), (EDGE, "ConsumerRecord")}
+
+
+def test_one_table_of_size_limits() -> None:
+    found = {path for path, source in runtime_sources().items() if path.split("/")[0] in RUNTIME and size_limits(source)}
+    assert found == {LIMITS}
+
+
+def test_one_builder_of_a_rejected_record() -> None:
+    found = {f"{path}:{line}" for path, source in runtime_sources().items() for line in rejection_builders(source)}
+    assert {line.split(":")[0] for line in found} == {REJECTION_BUILDER}, sorted(found)
+    assert len(found) == 1
+
+
+def test_the_edge_rules_catch_a_second_model_a_stray_limit_and_a_hand_built_rejection() -> None:
+    assert kafka_record_classes("class Row(NamedTuple):\n    topic: str\n    value: bytes | None\n") == ["Row"]
+    assert kafka_record_classes("class Line:\n    topic: str\n    key: str\n") == []
+    assert size_limits("MAX_RECORD_BYTES = 15 * 1024 * 1024\nBUNDLE_BYTES = 1\n") == ["MAX_RECORD_BYTES"]
+    assert rejection_builders('r = OutputRecord(f"{realm}.rejected", key, i, v)\n') == [1]

@@ -48,11 +48,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.common import stop_cleanly_on_sigterm, write_result
-from benchmarks.reliability.follow import TopicFollower
-from producers.transport.kafka_io import ConsumedRecord
-from producers.transport.topics import ensure_realm_topics
-from pubsub_core.stages.topics import topic
 from benchmarks.common import ROOT as REPO_ROOT
+from benchmarks.reliability.follow import TopicFollower
+from producers.transport.topics import ensure_realm_topics
+from pubsub_core.stages.edge import ConsumerRecord
+from pubsub_core.stages.topics import topic
 from settings.settings import Settings, load_settings
 from supervise.cluster import StandaloneCluster
 from supervise.kafka_broker import EmbeddedKafka
@@ -201,7 +201,7 @@ class OutputTracker(TopicFollower):
         self.out_seen: dict[int, float] = {}
         """Block number -> when its first PoV record was seen."""
 
-    def take(self, record: ConsumedRecord) -> None:
+    def take(self, record: ConsumerRecord) -> None:
         self._take(record.topic, record.value)
 
     def _take(self, name: str, value: bytes | None) -> None:

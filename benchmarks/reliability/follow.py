@@ -7,7 +7,8 @@ import threading
 from collections.abc import Sequence
 from typing import Self
 
-from producers.transport.kafka_io import ConsumedRecord, read_from_start
+from producers.transport.kafka_io import read_from_start
+from pubsub_core.stages.edge import ConsumerRecord
 from settings.settings import Settings
 
 __all__ = ["TopicFollower"]
@@ -32,7 +33,7 @@ class TopicFollower:
         self._stop.set()
         self._thread.join(15)
 
-    def take(self, record: ConsumedRecord) -> None:
+    def take(self, record: ConsumerRecord) -> None:
         """One record read (not an error event)."""
         raise NotImplementedError
 

@@ -44,17 +44,18 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import save_plot, stop_cleanly_on_sigterm, write_result
+from benchmarks.common import ROOT as REPO_ROOT
 from benchmarks.reliability.chaos import OutputTracker, Parts, cmdline, descendants, tail
 from benchmarks.reliability.follow import TopicFollower
 from cli.main import main as pubsub  # imported at start: a run lasts long, and the tree may change meanwhile
-from producers.transport.kafka_io import ConsumedRecord, ProducedRecord, produce
+from producers.transport.kafka_io import produce
 from producers.transport.topics import ensure_realm_topics
 from producers.workload import LogBuilder, WorkloadSpec, parse_ttl_mix
 from producers.writers.live import LiveSource, LiveSpec, read_resume_point
 from pubsub_core.relay import BroadcasterCall, CallKind
-from pubsub_core.stages import LineRouter, OutputRecord
+from pubsub_core.stages import LineParser, OutputRecord
+from pubsub_core.stages.edge import ConsumerRecord, ProducerRecord
 from pubsub_core.stages.topics import topic
-from benchmarks.common import ROOT as REPO_ROOT
 from settings.settings import STATE_REOPEN_MODES, Settings, load_settings
 from streaming.metrics import checkpoint_bytes
 from supervise.kafka_broker import EmbeddedKafka
@@ -185,7 +186,7 @@ class EventCounter(TopicFollower):
         self.counts: Counter[str] = Counter()
         self.seen: set[bytes | None] = set()
 
-    def take(self, record: ConsumedRecord) -> None:
+    def take(self, record: ConsumerRecord) -> None:
         record_id = record.header("id")
         if record_id in self.seen:
             return
@@ -210,7 +211,7 @@ class Churn:
         self.log = LogBuilder(spec.workload.realm)
         self.log.positions.update(resume.positions)
         self.log.seqnos.update(resume.seqnos)
-        self.router = LineRouter(spec.workload.realm)
+        self.router = LineParser(spec.workload.realm)
         self.sent: Counter[str] = Counter()
 
     def call(self, kind: CallKind, para: int) -> None:
@@ -221,7 +222,7 @@ class Churn:
             routed = self.router.route(line)
             assert not isinstance(routed, OutputRecord)
             record, _ = routed
-            records.append(ProducedRecord(record.topic, record.key, record.value))
+            records.append(ProducerRecord(record.topic, record.key, record.value))
         produce(self.settings, records)
         self.sent[kind.name] += 1
 

@@ -19,9 +19,10 @@ from cli.commands.common import add_kafka_arguments, console, count, default_rea
 from cli.errors import Interrupted, UsageError
 from cli.output import atomic_output
 from producers.readers.follow import SEEN_WINDOW, FollowStats, Start, follow, update_row
-from producers.transport.kafka_io import ConsumedRecord, output_line, scan_topic
+from producers.transport.kafka_io import scan_topic
 from producers.writers.live import stop_on_signals
 from pubsub_core.relay import canonical_json
+from pubsub_core.stages.edge import ConsumerRecord, output_line
 from pubsub_core.stages.topics import OUTPUTS, topic
 from settings.settings import Settings
 from supervise.kafka_broker import connect_kafka
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def line(record: ConsumedRecord, args: argparse.Namespace) -> str:
+def line(record: ConsumerRecord, args: argparse.Namespace) -> str:
     """The printed line of a record: the simulator's line (or --raw's), with the timestamp and headers if asked."""
     text = record.to_json() if args.raw else output_line(record)
     if not (args.print_timestamp or args.print_headers):

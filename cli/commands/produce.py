@@ -15,9 +15,9 @@ from rich.table import Table
 from cli.commands.common import add_kafka_arguments, console, count, default_realm, require_event_log, settings_from
 from cli.errors import Interrupted
 from producers.transport.kafka_io import SendInterrupted, route_event_log, send
-from producers.transport.topics import MAX_MESSAGE_BYTES
 from producers.writers.event_log import EventLogSender, Tally
-from pubsub_core.stages import LineRouter
+from pubsub_core.stages import LineParser
+from pubsub_core.stages.limits import MAX_MESSAGE_BYTES
 from supervise.kafka_broker import ensure_kafka
 
 
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 progress.update(task, advance=len(raw), lines=number)
                 yield raw
 
-        records = sender.records(route_event_log(lines(), LineRouter(realm)))
+        records = sender.records(route_event_log(lines(), LineParser(realm)))
         try:
             report = send(settings, records, max_message_bytes=args.max_message_bytes)
         except SendInterrupted as stopped:

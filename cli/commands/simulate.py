@@ -24,6 +24,7 @@ from pubsub_core.process import tune_garbage_collector
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ConfigError, OutputRecord
 from pubsub_core.stages.ingest import is_blank
+from pubsub_core.stages.topics import kind_of
 from settings.protocol import load_protocol_config
 from settings.settings import SEAM_MODES, load_settings
 from state.native import build_name
@@ -133,7 +134,7 @@ class Summary:
         self.incomplete = 0
 
     def observe(self, record: OutputRecord) -> None:
-        kind = record.topic.rpartition(".")[2]
+        kind = kind_of(record.topic)
         self.topics[kind] += 1
         value = record.value
         if kind == "seals":

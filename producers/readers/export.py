@@ -3,7 +3,7 @@
 Each record of ``<realm>.genesis|upward|horizontal|extrinsics|blocks`` becomes one line ``{"topic", "key",
 "value"}`` (canonical JSON). The value is the JSON it carries when that JSON's canonical form is exactly the
 record's bytes (everything ``pubsub produce`` and the live producers write), else the record's text as a JSON
-string. ``LineRouter`` sends a string value as its text and anything else as canonical JSON, so either way
+string. ``LineParser`` sends a string value as its text and anything else as canonical JSON, so either way
 ``pubsub produce`` of the exported log writes the very same bytes again. A value that is not UTF-8, or a
 record without a value, cannot be written back byte for byte: it is exported as text (with replacement
 characters) or null, and counted as lossy.
@@ -23,10 +23,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from producers.transport.kafka_io import ConsumedRecord, scan_topic, topic_size
+from producers.transport.kafka_io import scan_topic, topic_size
 from producers.transport.topics import Settings
 from pubsub_core.relay import canonical_json
-from pubsub_core.stages.topics import INPUTS, input_topics
+from pubsub_core.stages.edge import ConsumerRecord
+from pubsub_core.stages.topics import INPUTS, input_topics, kind_of
 
 __all__ = ["ExportReport", "export_line", "export_realm", "interleave"]
 
@@ -39,7 +40,7 @@ class ExportReport:
     lossy: int = 0
 
 
-def export_line(record: ConsumedRecord) -> tuple[str, bool]:
+def export_line(record: ConsumerRecord) -> tuple[str, bool]:
     """A record as an event-log line, and whether the line loses some of its bytes."""
     key = None if record.key is None else record.key.decode("utf-8", errors="replace")
     lossy = record.value is None or (record.key is not None and key is not None and key.encode() != record.key)
@@ -62,11 +63,11 @@ def _json_if_canonical(text: str) -> object:
     return body if not isinstance(body, str) and canonical_json(body) == text else text
 
 
-def interleave(topics: Iterable[Iterable[ConsumedRecord]]) -> Iterator[ConsumedRecord]:
+def interleave(topics: Iterable[Iterable[ConsumerRecord]]) -> Iterator[ConsumerRecord]:
     """Merge topics (each in offset order) by (timestamp, topic's rank in ``INPUTS``, offset); each topic's
     records keep their order whatever their timestamps."""
-    def order(record: ConsumedRecord) -> tuple[int, int, int]:
-        stream = record.topic.rpartition(".")[2]
+    def order(record: ConsumerRecord) -> tuple[int, int, int]:
+        stream = kind_of(record.topic)
         rank = INPUTS.index(stream) if stream in INPUTS else len(INPUTS)
         return record.timestamp if record.timestamp is not None else 0, rank, record.offset
     return heapq.merge(*topics, key=order)

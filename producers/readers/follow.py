@@ -18,8 +18,9 @@ from enum import Enum
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from producers.transport.kafka_io import ID_HEADER, ConsumedRecord, KafkaIOError, consumed
+from producers.transport.kafka_io import KafkaIOError, consumed
 from producers.transport.topics import Settings, consumer_config, with_logger
+from pubsub_core.stages.edge import ID_HEADER, ConsumerRecord
 
 __all__ = ["SEEN_WINDOW", "FollowStats", "SeenWindow", "Start", "follow", "short_hex", "short_value", "update_row"]
 
@@ -79,7 +80,7 @@ def follow(
     stats: FollowStats | None = None,
     seen: SeenWindow | None = None,
     on_waiting: Callable[[str], None] | None = None,
-) -> Iterator[ConsumedRecord]:
+) -> Iterator[ConsumerRecord]:
     """Yield the records of ``topic`` (every partition) as they arrive until ``stop`` is set, skipping those
     whose ``id`` header was seen already and, with ``key``, those with another key. Waits for the topic to
     exist (calling ``on_waiting(topic)`` once if it does not yet). Records without an ``id`` header are all

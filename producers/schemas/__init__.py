@@ -17,6 +17,7 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from producers.errors import ProducerError
+from pubsub_core.stages.topics import kind_of
 
 __all__ = [
     "INPUT_SCHEMAS",
@@ -122,7 +123,7 @@ def validate(name: str, record: object) -> None:
 
 def schema_for_topic(topic: str) -> str:
     """The schema name of the values of ``topic`` (``<realm>.<stream or kind>``)."""
-    kind = topic.rpartition(".")[2]
+    kind = kind_of(topic)
     name = INPUT_SCHEMAS.get(kind) or OUTPUT_SCHEMAS.get(kind)
     if name is None:
         raise UnknownSchemaError(topic)

@@ -1,14 +1,12 @@
 """Typed Kafka clients for the commands and the tests: route an event log, send records, read topics back.
 
-Wire format of an output record (docs/operations.md): Kafka key = the simulator line's ``key`` (UTF-8), value =
-``canonical_json`` of its ``value``, header ``id`` = its ``id``. ``ProducedRecord.from_output`` writes it and
-``output_line`` reads it back into the simulator's line, so Kafka's outputs and ``pubsub simulate``'s compare
-line for line.
+They send ``ProducerRecord``s and read ``ConsumerRecord``s (``pubsub_core.stages.edge``, where the wire format of
+an output record is: ``to_kafka`` writes it, ``output_line`` reads it back into the simulator's line, so Kafka's
+outputs and ``pubsub simulate``'s compare line for line).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections import Counter
@@ -19,22 +17,19 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafka
 
 from producers.errors import ProducerError
 from producers.interrupts import ctrl_c
-from producers.transport.topics import MAX_MESSAGE_BYTES, Settings, consumer_config, producer_config, with_logger
-from pubsub_core.relay import canonical_json
-from pubsub_core.stages import LineRouter, OutputRecord
+from producers.transport.topics import Settings, consumer_config, producer_config, with_logger
+from pubsub_core.stages import LineParser, OutputRecord
+from pubsub_core.stages.edge import ConsumerRecord, ProducerRecord, output_line
+from pubsub_core.stages.limits import MAX_MESSAGE_BYTES
 
 __all__ = [
-    "ConsumedRecord",
-    "ID_HEADER",
     "KafkaIOError",
-    "ProducedRecord",
     "Refusal",
     "SendInterrupted",
     "SendReport",
     "TOO_LARGE",
     "consumed",
     "start_offset",
-    "output_line",
     "produce",
     "read_from_start",
     "read_outputs",
@@ -48,8 +43,6 @@ __all__ = [
 
 TOO_LARGE = "RecordTooLarge"
 """The rejection reason of a record Kafka (broker or client) refuses for its size."""
-ID_HEADER = "id"
-"""The output records' header carrying the simulator line's id."""
 
 
 class KafkaIOError(ProducerError):
@@ -61,71 +54,9 @@ class KafkaIOError(ProducerError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class ProducedRecord:
-    """A record to send: key and value as bytes (None for a null key), and headers."""
-
-    topic: str
-    key: bytes | None
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...] = ()
-
-    @classmethod
-    def from_output(cls, record: OutputRecord) -> ProducedRecord:
-        """An output line as its Kafka record: key as UTF-8, canonical JSON value, header ``id``."""
-        return cls(record.topic, record.key.encode(), record.value_json().encode(),
-                   ((ID_HEADER, record.id.encode()),))
-
-
-@dataclass(frozen=True)
-class ConsumedRecord:
-    """A record read back, with its coordinates and headers."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-    timestamp: int | None = None
-    """Kafka's timestamp in milliseconds (create or log-append time), None if the broker gave none."""
-
-    def header(self, name: str) -> bytes | None:
-        """The first header called ``name``, or None."""
-        return next((data for header, data in self.headers if header == name), None)
-
-    def to_json(self) -> str:
-        """The debugging line (``pubsub consume --raw``): coordinates, key, header id and value."""
-        body = {"topic": self.topic, "partition": self.partition, "offset": self.offset, "key": _text(self.key),
-                "id": _text(self.header(ID_HEADER)), "value": _json_or_text(self.value)}
-        return canonical_json(body)
-
-
-def output_line(record: ConsumedRecord) -> str:
-    """The simulator's output line of a record: canonical ``{"id", "key", "topic", "value"}``. A record without
-    an ``id`` header gets ``"id": null``; a value that is not JSON is given as text (never an error)."""
-    return canonical_json(
-        {"id": _text(record.header(ID_HEADER)), "key": _text(record.key), "topic": record.topic,
-         "value": _json_or_text(record.value)}
-    )
-
-
-def _text(data: bytes | None) -> str | None:
-    return None if data is None else data.decode("utf-8", errors="replace")
-
-
-def _json_or_text(data: bytes | None) -> object:
-    if data is None:
-        return None
-    try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return data.decode("utf-8", errors="replace")
-
-
 def route_event_log(
-    lines: Iterable[bytes], router: LineRouter
-) -> Iterator[tuple[ProducedRecord, int] | OutputRecord]:
+    lines: Iterable[bytes], router: LineParser
+) -> Iterator[tuple[ProducerRecord, int] | OutputRecord]:
     """Each non-blank line of an event log (read in binary) as (its Kafka record, its offset in that topic) or
     as the rejection record the simulator writes for it (not UTF-8, not JSON, too large, no usable topic...);
     blank lines are skipped, as the simulator skips them."""
@@ -136,8 +67,7 @@ def route_event_log(
         if isinstance(routed, OutputRecord):
             yield routed
         else:
-            record, offset = routed
-            yield ProducedRecord(record.topic, record.key, record.value), offset
+            yield routed
 
 
 @dataclass(frozen=True)
@@ -145,7 +75,7 @@ class Refusal:
     """A record Kafka did not take: its index in the sent sequence, the record, a typed reason and the detail."""
 
     index: int
-    record: ProducedRecord
+    record: ProducerRecord
     reason: str
     detail: str
 
@@ -160,7 +90,7 @@ class SendReport:
 
 def send(
     settings: Settings,
-    records: Iterable[ProducedRecord],
+    records: Iterable[ProducerRecord],
     *,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     on_sent: Callable[[int], None] | None = None,
@@ -173,7 +103,7 @@ def send(
     report = SendReport()
     failures: list[tuple[str, str]] = []
 
-    def delivery(index: int, record: ProducedRecord) -> Callable[[KafkaError | None, Message], None]:
+    def delivery(index: int, record: ProducerRecord) -> Callable[[KafkaError | None, Message], None]:
         def delivered(err: KafkaError | None, _msg: Message) -> None:
             if err is None:
                 report.delivered[record.topic] += 1
@@ -229,9 +159,9 @@ class SendInterrupted(ProducerError):
 def _produce_one(
     producer: Producer,
     index: int,
-    record: ProducedRecord,
+    record: ProducerRecord,
     report: SendReport,
-    delivery: Callable[[int, ProducedRecord], Callable[[KafkaError | None, Message], None]],
+    delivery: Callable[[int, ProducerRecord], Callable[[KafkaError | None, Message], None]],
 ) -> None:
     """Hand one record to the client, waiting while its queue is full; a record the client refuses for its size
     is a ``Refusal``, any other refusal a ``KafkaIOError``."""
@@ -250,7 +180,7 @@ def _produce_one(
             return
 
 
-def produce(settings: Settings, records: Iterable[ProducedRecord]) -> int:
+def produce(settings: Settings, records: Iterable[ProducerRecord]) -> int:
     """``send`` that tolerates no refusal: returns how many records were delivered, else ``KafkaIOError``."""
     report = send(settings, records)
     if report.refused:
@@ -298,7 +228,7 @@ def scan_topic(
     partitions: Iterable[int] | None = None,
     offset: str | int = "beginning",
     group: str | None = None,
-) -> Generator[ConsumedRecord, None, None]:
+) -> Generator[ConsumerRecord, None, None]:
     """Every record of ``topic`` from ``offset`` to the end offsets seen at the start (at most ``limit``, the
     first ones of each partition), with headers, one at a time: each partition in offset order, partitions
     interleaved as they arrive. ``KafkaIOError`` if no record comes for ``timeout`` seconds before the end.
@@ -379,18 +309,18 @@ def start_offset(spec: str | int, low: int, high: int) -> int:
 
 def read_topic(
     settings: Settings, topic: str, timeout: float = 30.0, limit: int | None = None
-) -> list[ConsumedRecord]:
+) -> list[ConsumerRecord]:
     """``scan_topic`` from the beginning as a list in partition/offset order."""
     return sorted(scan_topic(settings, topic, timeout, limit), key=lambda r: (r.partition, r.offset))
 
 
-def consumed(msg: Message) -> ConsumedRecord:
-    """A fetched message (not an error event) as a ``ConsumedRecord``."""
+def consumed(msg: Message) -> ConsumerRecord:
+    """A fetched message (not an error event) as a ``ConsumerRecord``."""
     headers = tuple((str(h[0]), h[1] if isinstance(h[1], bytes) else None) for h in msg.headers() or ())
     partition, offset = msg.partition(), msg.offset()
     if partition is None or offset is None:
         raise KafkaIOError(msg.topic() or "?", "a fetched message has no partition or offset")
-    return ConsumedRecord(msg.topic() or "", partition, offset, msg.key(), msg.value(), headers, _timestamp(msg))
+    return ConsumerRecord(msg.topic() or "", partition, offset, msg.key(), msg.value(), headers, _timestamp(msg))
 
 
 def _timestamp(msg: Message) -> int | None:
@@ -438,7 +368,7 @@ def _watermark(consumer: Consumer, topic: str, partition: int, timeout: float = 
 
 
 def read_from_start(settings: Settings, topics: Sequence[str], group: str,
-                    stopped: Callable[[], bool]) -> Iterator[ConsumedRecord]:
+                    stopped: Callable[[], bool]) -> Iterator[ConsumerRecord]:
     """Every record of every partition of ``topics`` from offset 0 on, until ``stopped()``: what a long run's
     watcher reads. Survives broker restarts: until the broker answers, it retries the assignment every second, and
     errors while reading (end of partition, a broker going away) are skipped."""

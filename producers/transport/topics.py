@@ -6,9 +6,9 @@ topic's offsets are the positions the protocol numbers), five output topics (``u
 ``pubsub_core.stages.topics``) and the block author's snapshot ``author-state`` (``producers.writers.author_state``). Every
 topic is created with:
 
-- ``max.message.bytes`` = ``MAX_MESSAGE_BYTES`` (16 MiB): an input record may be as large as the ingest cap
-  (``INGEST_RECORD_CAP``, 8 MiB) plus its JSON envelope, hex doubling binary values; outputs and views carry
-  such values too;
+- ``max.message.bytes`` = ``MAX_MESSAGE_BYTES`` (16 MiB, ``pubsub_core.stages.limits``, the table of every size
+  limit): an input record may be as large as the ingest cap (``MAX_INPUT_BYTES``, 8 MiB) plus its JSON envelope,
+  hex doubling binary values; outputs and views carry such values too;
 - ``compression.type=producer``: the broker stores the batch as the producer compressed it (``zstd``);
 - ``cleanup.policy=delete``, and for inputs ``retention.ms=-1`` by default: the input log is the system of record.
   An operator may give ``upward``, ``horizontal``, ``extrinsics`` and ``blocks`` a finite retention longer than
@@ -40,15 +40,12 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from producers.errors import ProducerError
 from producers.writers.author_state import AUTHOR_STATE
-from pubsub_core.stages.ingest import MAX_RECORD_BYTES
+from pubsub_core.stages.limits import MAX_MESSAGE_BYTES, RECORD_OVERHEAD, MiB
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
 
 __all__ = [
     "COMPRESSION",
-    "INGEST_RECORD_CAP",
     "KAFKA_LOGGER",
-    "MAX_MESSAGE_BYTES",
-    "RECORD_OVERHEAD",
     "TopicError",
     "TopicKind",
     "TopicSpec",
@@ -67,17 +64,10 @@ __all__ = [
     "with_logger",
 ]
 
-MiB = 1 << 20
 KAFKA_LOGGER = logging.getLogger("producers.kafka")
 """Where the Kafka client library's log lines go (``with_logger``), not stderr: a program that wants them configures
 this logger; without that they are dropped (a library prints nothing of its own; its errors are raised)."""
 KAFKA_LOGGER.addHandler(logging.NullHandler())
-INGEST_RECORD_CAP = MAX_RECORD_BYTES
-"""The largest event-log line / input record value the ingest edge accepts (8 MiB; pubsub_core.stages.ingest)."""
-MAX_MESSAGE_BYTES = 16 * MiB
-"""The ceiling: topics' ``max.message.bytes`` and the producer's ``message.max.bytes``."""
-RECORD_OVERHEAD = 1024
-"""Bytes reserved under a topic's ``max.message.bytes`` for the batch and record headers Kafka adds."""
 COMPRESSION = "zstd"
 """The producer's codec (checked against the embedded Kafka 4.3 broker; lz4 is the fallback if a cluster lacks
 zstd, which needs Kafka >= 2.1)."""

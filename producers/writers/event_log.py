@@ -7,10 +7,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from producers.transport.kafka_io import TOO_LARGE, KafkaIOError, ProducedRecord, SendReport, produce
+from producers.transport.kafka_io import TOO_LARGE, KafkaIOError, SendReport, produce
 from producers.transport.topics import ensure_realm_topics, realm_is_valid, record_fits
 from pubsub_core.stages import IngestError, OutputRecord
-from pubsub_core.stages.ingest import rejection
+from pubsub_core.stages.edge import ProducerRecord, to_kafka
+from pubsub_core.stages.ingest import refused
+from pubsub_core.stages.topics import realm_of
 from settings.settings import Settings
 
 __all__ = ["INVALID_TOPIC", "EventLogSender", "Tally"]
@@ -41,7 +43,7 @@ class EventLogSender:
         """Index in the sent sequence -> (topic, offset) of each routed record, to name a late refusal."""
         self.tally = Tally()
 
-    def records(self, routed: Iterable[tuple[ProducedRecord, int] | OutputRecord]) -> Iterator[ProducedRecord]:
+    def records(self, routed: Iterable[tuple[ProducerRecord, int] | OutputRecord]) -> Iterator[ProducerRecord]:
         """The records to send, in line order."""
         index = 0
         for item in routed:
@@ -49,7 +51,7 @@ class EventLogSender:
                 record = self.refuse(item)
             else:
                 record, offset = item
-                realm = record.topic.rpartition(".")[0]
+                realm = realm_of(record.topic)
                 if not realm_is_valid(realm):
                     error = IngestError(INVALID_TOPIC, f"{realm!r} cannot name Kafka topics ([A-Za-z0-9._-], <= 249)")
                     record = self.refuse(self.rejection(self.realm, record, offset, error))
@@ -65,11 +67,11 @@ class EventLogSender:
             index += 1
             yield record
 
-    def refuse(self, rejected: OutputRecord) -> ProducedRecord:
+    def refuse(self, rejected: OutputRecord) -> ProducerRecord:
         """A rejection as the record to send, counted by reason."""
-        self.ensure(rejected.topic.rpartition(".")[0])
+        self.ensure(realm_of(rejected.topic))
         self.tally.refusals[str(rejected.value["reason"])] += 1
-        return ProducedRecord.from_output(rejected)
+        return to_kafka(rejected)
 
     def ensure(self, realm: str) -> None:
         if realm not in self.realms:
@@ -90,12 +92,12 @@ class EventLogSender:
                 raise KafkaIOError(refusal.record.topic, f"a rejection record was refused: {refusal.detail}")
             topic, offset = origin
             error = IngestError(refusal.reason, refusal.detail)
-            late.append(self.refuse(self.rejection(topic.rpartition(".")[0], refusal.record, offset, error)))
+            late.append(self.refuse(self.rejection(realm_of(topic), refusal.record, offset, error)))
         if late:
             produce(self.settings, late)
             self.tally.topics.update(record.topic for record in late)
 
     @staticmethod
-    def rejection(realm: str, record: ProducedRecord, offset: int, error: IngestError) -> OutputRecord:
+    def rejection(realm: str, record: ProducerRecord, offset: int, error: IngestError) -> OutputRecord:
         key = (record.key or b"").decode("utf-8", errors="replace")
-        return rejection(realm, key, f"{record.topic}@{offset}", error)
+        return refused(realm, key, f"{record.topic}@{offset}", error)

@@ -46,10 +46,11 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from producers.transport.kafka_io import ConsumedRecord, KafkaIOError, read_topic, scan_topic
+from producers.transport.kafka_io import KafkaIOError, read_topic, scan_topic
 from producers.transport.topics import Settings, ensure_realm_topics, producer_config
 from producers.writers.author import latest_snapshot
 from producers.writers.author_state import AuthorSnapshot
+from pubsub_core.stages.edge import ConsumerRecord
 from producers.workload import (
     PUBLISHES_PER_MESSAGE,
     Actors,
@@ -65,8 +66,9 @@ from producers.errors import ProducerError
 from pubsub_core.envelope import KeyRegistry, Origin
 from pubsub_core.envelope.admission import Unauthenticated, authenticate
 from pubsub_core.relay import InputRecord
-from pubsub_core.stages import GenesisRecord, IngestError, LineRouter, OutputRecord
+from pubsub_core.stages import GenesisRecord, IngestError, LineParser, OutputRecord
 from pubsub_core.stages.ingest import decode_record
+from pubsub_core.stages.topics import kind_of
 
 __all__ = [
     "BLOCK_TIME",
@@ -195,7 +197,7 @@ class ResumePoint:
 
 
 def resume_point(
-    records: Iterable[ConsumedRecord], realm: str, registry: KeyRegistry, origins: set[tuple[str, str]],
+    records: Iterable[ConsumerRecord], realm: str, registry: KeyRegistry, origins: set[tuple[str, str]],
     start: ResumePoint | None = None,
 ) -> ResumePoint:
     """Stage R's arrival rule over ``records`` (each topic in offset order) for the (stream, origin) pairs in
@@ -205,7 +207,7 @@ def resume_point(
     point = ResumePoint(positions=dict(start.positions), seqnos=dict(start.seqnos)) if start else ResumePoint()
     for consumed in records:
         key = consumed.key.decode("utf-8", errors="replace") if consumed.key is not None else ""
-        stream = consumed.topic.rpartition(".")[2]
+        stream = kind_of(consumed.topic)
         if (stream, key) not in origins:
             continue
         try:
@@ -370,7 +372,7 @@ def run_live(
     cast = LiveSource(spec)
     source = LiveSource(spec, read_resume_point(settings, realm, cast.origins, cast.genesis.registry))
     report = LiveReport()
-    router = LineRouter(realm)
+    router = LineParser(realm)
     producer = Producer(producer_config(settings))
 
     def send(line: str, publishes: int = 0) -> None:
@@ -378,7 +380,7 @@ def run_live(
         if isinstance(routed, OutputRecord):  # never: the source writes routable lines
             raise KafkaIOError(routed.topic, f"a generated line did not route: {routed.value}")
         record, _ = routed
-        stream = record.topic.rpartition(".")[2]
+        stream = kind_of(record.topic)
 
         def delivered(err: KafkaError | None, _msg: Message) -> None:
             if err is None:

@@ -29,7 +29,7 @@ from pubsub_core.relay.records import (
 from pubsub_core.relay.void import MAX_VOID_POSITIONS, VoidDecodeError, VoidOrder, is_void
 from pubsub_core.router.relay_port import (
     DispatchReport,
-    MessageRouter,
+    RoutingPort,
     SessionChange,
     UpwardDispatch,
 )
@@ -55,7 +55,7 @@ __all__ = [
     "InputRecord",
     "ManifestMismatch",
     "MessageExecuted",
-    "MessageRouter",
+    "RoutingPort",
     "ROUTER",
     "RecordOutcome",
     "RelayBlock",

@@ -47,7 +47,7 @@ from pubsub_core.relay.records import (
 )
 from pubsub_core.relay.void import VoidOrder, is_void
 from pubsub_core.router.relay_adapter import RelayRouter
-from pubsub_core.router.relay_port import DispatchReport, MessageRouter
+from pubsub_core.router.relay_port import DispatchReport, RoutingPort
 from pubsub_core.subscriber.calls import decode_subscriber_call
 from pubsub_core.trie import RelayTries, StateNodeStore
 from pubsub_core.xcm.barriers import (
@@ -192,7 +192,7 @@ def _origin_order(stream: str, origin: str) -> tuple[int, int, str]:
     return rank, para, account.hex()
 
 
-def _default_router() -> MessageRouter:
+def _default_routing() -> RoutingPort:
     """The default router: the Router Module's UMP/DMP/HRMP router with its default config."""
     return RelayRouter()
 
@@ -225,7 +225,7 @@ class RelayMachine:
     """Applies relay blocks to a state backend; pure apart from the backend it is given."""
 
     def __init__(self, config: RelayConfig | None = None,
-                 router_factory: Callable[[], MessageRouter] | None = None) -> None:
+                 router_factory: Callable[[], RoutingPort] | None = None) -> None:
         self.config = config or RelayConfig()
         self.broadcaster = Broadcaster(self.config.broadcaster)
         self.barriers = BarrierChain(
@@ -236,7 +236,7 @@ class RelayMachine:
         )
         self.executor = XcmExecutor(self.barriers, self.broadcaster, self.config.executor)
         self.admission = Admission(self.config.registry, self.config.admission)
-        self.router_factory = router_factory or _default_router
+        self.router_factory = router_factory or _default_routing
 
     # -- genesis ---------------------------------------------------------------------------------
     def initialize(self, backend: StateBackend, genesis: Genesis) -> None:
@@ -346,7 +346,7 @@ class RelayMachine:
                 txn.put(_INCLUDED, _included_key(stream, origin), (upto + 1).to_bytes(8, "little"))
         return grouped
 
-    def _session(self, txn: StateTransaction, acc: _Block, router: MessageRouter, session: int, now: int) -> None:
+    def _session(self, txn: StateTransaction, acc: _Block, router: RoutingPort, session: int, now: int) -> None:
         stored = txn.get_value(_SESSION)
         txn.set_value(_SESSION, encode_u32(session))
         if stored is None or int.from_bytes(stored, "little") == session:
@@ -364,7 +364,7 @@ class RelayMachine:
         acc.outcome(record, status, result.reason, result.detail)
         return None
 
-    def _upward(self, txn: StateTransaction, acc: _Block, router: MessageRouter,
+    def _upward(self, txn: StateTransaction, acc: _Block, router: RoutingPort,
                 by_origin: dict[str, list[InputRecord]], rate: RateCounter, now: int) -> None:
         for origin in sorted(by_origin, key=lambda o: _origin_order("upward", o)):
             admitted: list[tuple[InputRecord, bytes]] = []
@@ -393,7 +393,7 @@ class RelayMachine:
         decoded[envelope.data] = message
         self.barriers.check(Location.parachain(origin.para_id), message, self.config.executor.weigh(message))
 
-    def _horizontal(self, txn: StateTransaction, acc: _Block, router: MessageRouter,
+    def _horizontal(self, txn: StateTransaction, acc: _Block, router: RoutingPort,
                     by_origin: dict[str, list[InputRecord]], rate: RateCounter, now: int) -> None:
         for origin in sorted(by_origin, key=lambda o: _origin_order("horizontal", o)):
             for record in by_origin[origin]:
@@ -408,7 +408,7 @@ class RelayMachine:
                     continue
                 acc.outcome(record, Status.APPLIED)
 
-    def _extrinsics(self, txn: StateTransaction, acc: _Block, router: MessageRouter,
+    def _extrinsics(self, txn: StateTransaction, acc: _Block, router: RoutingPort,
                     by_origin: dict[str, list[InputRecord]], rate: RateCounter, now: int) -> None:
         for origin_key in sorted(by_origin, key=lambda o: _origin_order("extrinsics", o)):
             for record in by_origin[origin_key]:

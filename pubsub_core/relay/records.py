@@ -13,8 +13,8 @@ from dataclasses import dataclass, fields, is_dataclass
 from enum import Enum
 from typing import Any, Final
 
-from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_compact, encode_u32, encode_u64
 from pubsub_core.codec.hexjson import hex_0x, unhex_0x
+from pubsub_core.codec.scale import ScaleDecodeError, ScaleReader, encode_bytes, encode_compact, encode_u32, encode_u64
 from pubsub_core.errors import PubSubError
 
 __all__ = [
@@ -200,16 +200,19 @@ class Status(Enum):
 
 @dataclass(frozen=True, slots=True)
 class RecordOutcome:
-    """What became of one input record in the block that included it; ``reason`` is None when applied."""
+    """What became of one input record: in the block that included it, or (``block`` None) decided outside a
+    block: refused at an edge (``record`` is then where it was read, e.g. ``<topic>@<offset>``), or at the end of
+    the input a record no block included. ``reason`` is None when applied. The JSON of every ``rejected`` record."""
 
-    block: int
+    block: int | None
     record_id: str
     status: Status
     reason: str | None = None
     detail: str = ""
 
     # Explicit, not generated: compiled (setup.py), it is native code; the dataclass's own stays interpreted.
-    def __init__(self, block: int, record_id: str, status: Status, reason: str | None = None, detail: str = "") -> None:
+    def __init__(self, block: int | None, record_id: str, status: Status, reason: str | None = None,
+                 detail: str = "") -> None:
         object.__setattr__(self, "block", block)
         object.__setattr__(self, "record_id", record_id)
         object.__setattr__(self, "status", status)
@@ -224,8 +227,9 @@ class RecordOutcome:
     def from_json(cls, body: object) -> RecordOutcome:
         b = _obj(body)
         reason = b.get("reason")
-        return cls(int(b["block"]), str(b["record"]), Status(b["status"]), None if reason is None else str(reason),
-                   str(b.get("detail", "")))
+        block = b["block"]
+        return cls(None if block is None else int(block), str(b["record"]), Status(b["status"]),
+                   None if reason is None else str(reason), str(b.get("detail", "")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The Router behind the relay block machine's ``MessageRouter`` seam (``pubsub_core.router.relay_port``).
+"""The Router behind the relay block machine's ``RoutingPort`` (``pubsub_core.router.relay_port``).
 
 ``RelayRouter`` maps the block machine's inputs onto the Router Module's routines: an ``upward`` batch is checked and
 enqueued, a ``horizontal`` record is a candidate's remaining commitments (built on the previous block),
@@ -78,7 +78,7 @@ def _unused_dispatch(para: int, message: bytes) -> DispatchResult:
 
 @dataclass(frozen=True)
 class RelayRouter:
-    """The Router Module's Router as the block machine's MessageRouter (use as ``router_factory``)."""
+    """The Router Module's Router as the block machine's RoutingPort (use as ``router_factory``)."""
 
     config: RouterConfig = field(default_factory=RouterConfig)
     paras: OffboardingRegistry = field(default_factory=OffboardingRegistry)

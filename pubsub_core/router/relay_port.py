@@ -1,4 +1,4 @@
-"""The seam between the relay block machine and message routing (UMP, HRMP, DMP: the Router Module).
+"""The port between the relay block machine and message routing (UMP, HRMP, DMP: the Router Module).
 
 The block machine hands each para's admitted upward messages to ``receive_upward`` (acceptance checks,
 then enactment), later asks ``dispatch_upward`` to hand dispatchable messages, one by one, to the
@@ -17,7 +17,7 @@ from state import StateTransaction
 
 from pubsub_core.envelope.keys import Origin
 
-__all__ = ["DispatchReport", "MessageRouter", "SessionChange", "UpwardDispatch"]
+__all__ = ["DispatchReport", "RoutingPort", "SessionChange", "UpwardDispatch"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class SessionChange:
     events: tuple[object, ...] = ()
 
 
-class MessageRouter(Protocol):
+class RoutingPort(Protocol):
     """What the block machine needs from message routing. Methods that fail raise a typed ``PubSubError``
     (its ``reason_code``/``code``/class name becomes the rejection reason) and write nothing."""
 

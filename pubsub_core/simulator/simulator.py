@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from state import MemoryBackend, StateBackend
 
 from pubsub_core.stages.config import ProtocolConfig
-from pubsub_core.stages.ingest import LineRouter, ingest_record
+from pubsub_core.stages.ingest import LineParser, ingest_record
 from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage, RelayStep
 from pubsub_core.stages.subscriber_stage import SubscriberStage
@@ -34,7 +34,7 @@ class Simulator:
         self.relay_proofs = relay_proofs
         self.relays: dict[str, RelayStage] = {}
         self.subscribers: dict[tuple[str, int], SubscriberStage] = {}
-        self.router = LineRouter(self.config.default_realm)
+        self.router = LineParser(self.config.default_realm)
 
     def fork(self) -> Simulator:
         """An independent simulator in this one's state: fed the same lines, both give the same outputs. Its stages

@@ -7,14 +7,14 @@ docs/simulator.md and docs/pipeline.md.
 """
 
 from pubsub_core.stages.config import ConfigError, ProtocolConfig
+from pubsub_core.stages.edge import ConsumerRecord, ProducerRecord
 from pubsub_core.stages.errors import IngestError, StageError
-from pubsub_core.stages.ingest import LineRouter, Routed, decode_record, ingest_record
+from pubsub_core.stages.ingest import LineParser, decode_record, ingest_record
 from pubsub_core.stages.records import (
     GenesisRecord,
     LogRecord,
     OutputRecord,
     RelayView,
-    SimOutcome,
     SubscriberCallFailed,
     decode_value,
     split_topic,
@@ -24,16 +24,16 @@ from pubsub_core.stages.subscriber_stage import SubscriberStage
 
 __all__ = [
     "ConfigError",
+    "ConsumerRecord",
     "GenesisRecord",
     "IngestError",
-    "LineRouter",
+    "LineParser",
     "LogRecord",
     "OutputRecord",
     "RelayStage",
     "RelayStep",
     "RelayView",
-    "Routed",
-    "SimOutcome",
+    "ProducerRecord",
     "ProtocolConfig",
     "StageError",
     "SubscriberCallFailed",

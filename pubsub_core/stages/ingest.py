@@ -2,48 +2,40 @@
 decoded into a stage input. The simulator, ``pubsub produce`` and the Spark job all go through these two
 functions, so a line refused here gets the same rejection (same id, reason and detail) wherever it is read.
 
-A line ``{"topic": "<realm>.<stream>", "key": k, "value": v}`` is routed to ``Routed(topic, key, value)``:
+A line ``{"topic": "<realm>.<stream>", "key": k, "value": v}`` is routed to ``ProducerRecord(topic, key, value)``:
 the key as UTF-8 text (none when null), the value as the bytes a Kafka record carries (a string value as its
 UTF-8 text, anything else as canonical JSON). ``decode_record`` then reads those bytes exactly as the job
 reads them from Kafka.
 
 Whatever the bytes, the outcome is a record or one typed ``IngestError``, never another exception: the work a
-line or record can cause is capped before parsing (``max_record_bytes``, and a nesting depth found by a scan
-that does not recurse), and every decoding step turns its failures into a reason (docs/threat-model.md).
+line or record can cause is capped before parsing (``max_record_bytes``, by default ``limits.MAX_INPUT_BYTES``,
+and a nesting depth found by a scan that does not recurse), and every decoding step turns its failures into a
+reason (docs/threat-model.md).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
-from pubsub_core.relay import canonical_json
+from pubsub_core.relay import RecordOutcome, Status, canonical_json
+from pubsub_core.stages.edge import ProducerRecord
 from pubsub_core.stages.errors import IngestError
-from pubsub_core.stages.records import LogRecord, OutputRecord, SimOutcome, decode_value, split_topic
+from pubsub_core.stages.limits import MAX_INPUT_BYTES
+from pubsub_core.stages.records import LogRecord, OutputRecord, decode_value, rejection, short, split_topic
+from pubsub_core.stages.topics import realm_of
 
 __all__ = [
-    "DETAIL_LIMIT",
-    "LineRouter",
+    "LineParser",
     "MAX_JSON_DEPTH",
-    "MAX_RECORD_BYTES",
-    "Routed",
     "decode_record",
     "ingest_record",
     "is_blank",
-    "rejection",
-    "short",
+    "refused",
 ]
-
-MAX_RECORD_BYTES = 8 << 20
-"""The default ceiling on a line (``LineRouter``) and on a Kafka record's value (``decode_record``), in bytes.
-An envelope is at most ``AdmissionConfig.max_message_size`` (1 MiB), twice that in hex, so 8 MiB leaves room."""
 
 MAX_JSON_DEPTH = 32
 """The deepest nesting of arrays and objects a line or a value may have (ours have at most 5)."""
-
-DETAIL_LIMIT = 200
-"""A rejection's detail (and key) is cut to this many characters: never the whole payload."""
 
 _KAFKA_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 """A legal Kafka topic name; a line naming anything else is numbered within ``?``."""
@@ -53,20 +45,6 @@ _STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+"?', re.S)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _INNERMOST = re.compile(r"\[\]|\{\}")
 _OPENINGS = re.compile(r"[\[{]+")
-
-
-@dataclass(frozen=True, slots=True)
-class Routed:
-    """An event-log line as the Kafka record it becomes."""
-
-    topic: str
-    key: bytes | None
-    value: bytes
-
-
-def short(text: str, limit: int = DETAIL_LIMIT) -> str:
-    """``text`` cut to ``limit`` characters (marked with an ellipsis when cut)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def is_blank(line: str | bytes) -> bool:
@@ -127,13 +105,13 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def rejection(realm: str, key: str, log_id: str, error: IngestError) -> OutputRecord:
-    """The ``rejected`` record of an input refused at the edge (detail and key cut to ``DETAIL_LIMIT``)."""
-    outcome = SimOutcome(None, log_id, "rejected", error.reason, short(error.detail))
-    return OutputRecord(f"{realm}.rejected", short(key), f"ingest/{log_id}", outcome.to_json())
+def refused(realm: str, key: str, log_id: str, error: IngestError) -> OutputRecord:
+    """The ``rejected`` record of an input refused at the edge: id ``ingest/<log_id>``, no block."""
+    return rejection(realm, key, f"ingest/{log_id}", RecordOutcome(None, log_id, Status.REJECTED, error.reason,
+                                                                   error.detail))
 
 
-class LineRouter:
+class LineParser:
     """Routes event-log lines, numbering each routed line within its topic (its Kafka offset once produced) and
     counting every line of the log (blank ones too) from 1, so that a line it cannot route (not UTF-8 or not JSON,
     no Kafka topic name, a stream we do not read, too large) gets the id ``ingest/line-<n>``: its line number in
@@ -143,7 +121,7 @@ class LineRouter:
 
     ``max_record_bytes`` caps a line before anything parses it (``RecordTooLarge``)."""
 
-    def __init__(self, default_realm: str, max_record_bytes: int = MAX_RECORD_BYTES) -> None:
+    def __init__(self, default_realm: str, max_record_bytes: int = MAX_INPUT_BYTES) -> None:
         self.default_realm = default_realm
         self.max_record_bytes = max_record_bytes
         self.offsets: dict[str, int] = {}
@@ -167,7 +145,7 @@ class LineRouter:
             raise IngestError("MalformedJson", f"the key is a JSON {type(key).__name__}, not a string or null", text)
         return entry["topic"], key, entry["value"]
 
-    def feed(self, raw: str | bytes) -> tuple[Routed, int] | OutputRecord | None:
+    def feed(self, raw: str | bytes) -> tuple[ProducerRecord, int] | OutputRecord | None:
         """The next line of the log as read (its line break, if any, is dropped; so is a UTF-8 byte order mark at
         the start of line 1): None if it is blank, else what ``route`` gives."""
         text = raw.rstrip("\r\n") if isinstance(raw, str) else raw.rstrip(b"\r\n")
@@ -178,7 +156,7 @@ class LineRouter:
             return None
         return self.route(text)
 
-    def route(self, text: str | bytes) -> tuple[Routed, int] | OutputRecord:
+    def route(self, text: str | bytes) -> tuple[ProducerRecord, int] | OutputRecord:
         """The next line, not blank, as (its Kafka record, its offset in that topic), or the rejection in its
         place."""
         self.line += 1
@@ -193,14 +171,14 @@ class LineRouter:
         try:
             split_topic(topic)
         except IngestError as exc:
-            realm = topic.rpartition(".")[0]
+            realm = realm_of(topic)
             return self._refuse(realm if realm and _KAFKA_TOPIC.fullmatch(realm + _LONGEST_SUFFIX) else
                                 self.default_realm, key_text, exc)
         raw = value if isinstance(value, str) else canonical_json(value)
-        return Routed(topic, None if key is None else _utf8(key_text), _utf8(raw)), self._next(topic)
+        return ProducerRecord(topic, None if key is None else _utf8(key_text), _utf8(raw)), self._next(topic)
 
     def _refuse(self, realm: str, key: str, error: IngestError) -> OutputRecord:
-        return rejection(realm, key, f"line-{self.line}", error)
+        return refused(realm, key, f"line-{self.line}", error)
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -210,7 +188,7 @@ _LONGEST_SUFFIX = ".relay-views"
 
 
 def decode_record(topic: str, key: bytes | None, value: bytes | None, offset: int, *,
-                  max_record_bytes: int = MAX_RECORD_BYTES) -> LogRecord:
+                  max_record_bytes: int = MAX_INPUT_BYTES) -> LogRecord:
     """A Kafka record of an input topic as the stage input it carries; ``IngestError`` if it carries none
     (whatever the bytes: ``max_record_bytes`` caps the value before it is parsed)."""
     realm, stream = split_topic(topic)
@@ -223,11 +201,11 @@ def decode_record(topic: str, key: bytes | None, value: bytes | None, offset: in
 
 
 def ingest_record(topic: str, key: bytes | None, value: bytes | None, offset: int, default_realm: str, *,
-                  max_record_bytes: int = MAX_RECORD_BYTES) -> LogRecord | OutputRecord:
+                  max_record_bytes: int = MAX_INPUT_BYTES) -> LogRecord | OutputRecord:
     """``decode_record``, or the rejection that takes the record's place (on its realm's ``rejected`` topic)."""
     try:
         return decode_record(topic, key, value, offset, max_record_bytes=max_record_bytes)
     except IngestError as exc:
-        realm = topic.rpartition(".")[0] or default_realm
+        realm = realm_of(topic) or default_realm
         key_text = "" if key is None else key.decode("utf-8", errors="replace")
-        return rejection(realm, key_text, f"{topic}@{offset}", exc)
+        return refused(realm, key_text, f"{topic}@{offset}", exc)

@@ -16,10 +16,12 @@ from pubsub_core.codec.hexjson import hex_0x, unhex_0x
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.envelope.keys import hex32, para_id
 from pubsub_core.hashing import blake2_256
-from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, canonical_json
+from pubsub_core.relay import ForwardedCall, Genesis, InputRecord, RecordOutcome, canonical_json
 from pubsub_core.stages.errors import IngestError, StageError
+from pubsub_core.stages.topics import kind_of, realm_of, topic
 
 __all__ = [
+    "DETAIL_LIMIT",
     "GenesisRecord",
     "INPUT_STREAMS",
     "JsonText",
@@ -27,9 +29,10 @@ __all__ = [
     "MalformedViewError",
     "OutputRecord",
     "RelayView",
-    "SimOutcome",
     "SubscriberCallFailed",
     "decode_value",
+    "rejection",
+    "short",
     "split_topic",
 ]
 
@@ -37,6 +40,9 @@ INPUT_STREAMS = ("upward", "horizontal", "extrinsics")
 """Streams carrying ``InputRecord`` values; ``blocks`` carries headers and ``genesis`` the realm's set-up."""
 
 _STREAMS = (*INPUT_STREAMS, "blocks", "genesis")
+
+DETAIL_LIMIT = 200
+"""A rejection's detail (and key) is cut to this many characters: never the whole payload."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +103,8 @@ class LogRecord:
 
 def split_topic(topic: str) -> tuple[str, str]:
     """``"polkadot.upward"`` -> ``("polkadot", "upward")``; ``IngestError`` for a topic we do not read."""
-    realm, dot, stream = topic.rpartition(".")
-    if not dot or not realm or stream not in _STREAMS:
+    realm, stream = realm_of(topic), kind_of(topic)
+    if not realm or stream not in _STREAMS:
         raise IngestError("UnknownTopic", f"{topic!r} is not <realm>.<{'|'.join(_STREAMS)}>", topic)
     return realm, stream
 
@@ -135,23 +141,6 @@ def decode_value(realm: str, stream: str, key: str, value: object) -> InputRecor
     if isinstance(decoded, InputRecord) and (decoded.stream != stream or decoded.origin != key):
         raise IngestError("KeyMismatch", f"record {decoded.record_id} on topic {realm}.{stream} with key {key!r}")
     return decoded
-
-
-@dataclass(frozen=True, slots=True)
-class SimOutcome:
-    """An outcome decided by the simulator rather than the block machine: a line refused at ingest (``block``
-    None, ``record`` the line's ``<topic>@<offset>``), or, at the end of the input, a record no block included
-    or a block that never got its records. Same JSON shape as the relay's ``RecordOutcome``."""
-
-    block: int | None
-    record: str
-    status: str
-    reason: str
-    detail: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"block": self.block, "record": self.record, "status": self.status, "reason": self.reason,
-                "detail": self.detail}
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,3 +303,17 @@ class JsonText(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"JsonText({self.text!r})"
+
+
+def short(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters (marked with an ellipsis when cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rejection(realm: str, key: str, output_id: str, outcome: RecordOutcome | Mapping[str, object]) -> OutputRecord:
+    """The ``<realm>.rejected`` record of an outcome: the one builder of a rejection, wherever the record was refused
+    (the ingest edge, Stage R, the job's bound on an output's size, the seam). Its key and detail are cut to
+    ``DETAIL_LIMIT``: they may quote hostile input."""
+    value = dict(outcome) if isinstance(outcome, Mapping) else outcome.to_json()
+    value["detail"] = short(str(value["detail"]))
+    return OutputRecord(topic(realm, "rejected"), short(key), output_id, value)

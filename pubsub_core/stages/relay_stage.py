@@ -42,10 +42,9 @@ from pubsub_core.subscriber.calls import (
     decode_subscriber_call,
     subscriber_of,
 )
-from pubsub_core.stages.config import Seam, ProtocolConfig
-from pubsub_core.stages.ingest import short
-from pubsub_core.stages.relay_state import RELAY_STATE, QueueEntry, RelayBook
 from pubsub_core.stages import stall
+from pubsub_core.stages.config import Seam, ProtocolConfig
+from pubsub_core.stages.relay_state import RELAY_STATE, QueueEntry, RelayBook
 from pubsub_core.subscriber.errors import SubscriberCallError
 from pubsub_core.stages.records import (
     INPUT_STREAMS,
@@ -54,8 +53,8 @@ from pubsub_core.stages.records import (
     LogRecord,
     OutputRecord,
     RelayView,
-    SimOutcome,
     SubscriberCallFailed,
+    rejection,
 )
 
 __all__ = ["RelayStage", "RelayStep", "proof_delta"]
@@ -167,28 +166,27 @@ class RelayStage:
             assert entry.header is not None
             missing = self._missing(book, entry.header, self._voids(book, entry.header)[0])
             detail = f"never received {missing[0]}" if missing else "an earlier block never got its records"
-            out.append(self._outcome(f"block/{entry.log_id}", entry.key, SimOutcome(
-                entry.header.number, entry.record.record_id, "rejected", "MissingRecords", detail)))
+            out.append(self._outcome(f"block/{entry.log_id}", entry.key, RecordOutcome(
+                entry.header.number, entry.record.record_id, Status.REJECTED, "MissingRecords", detail)))
         for record in book.buffered():
-            out.append(self._outcome(f"outcome/{record.record_id}", record.origin, SimOutcome(
-                None, record.record_id, "rejected", "NeverIncluded", "no block included this record")))
+            out.append(self._outcome(f"outcome/{record.record_id}", record.origin, RecordOutcome(
+                None, record.record_id, Status.REJECTED, "NeverIncluded", "no block included this record")))
             book.unbuffer(record)
         book.txn.commit()
         return out
 
-    def _outcome(self, output_id: str, key: str, outcome: SimOutcome | dict[str, object]) -> OutputRecord:
-        """A ``rejected`` record; its detail and key are cut short (they may quote hostile input)."""
-        value = dict(outcome if isinstance(outcome, dict) else outcome.to_json())
-        value["detail"] = short(str(value["detail"]))
-        return OutputRecord(f"{self.realm}.rejected", short(key), output_id, value)
+    def _outcome(self, output_id: str, key: str, outcome: RecordOutcome | dict[str, object]) -> OutputRecord:
+        """A ``rejected`` record of this realm (``records.rejection``)."""
+        return rejection(self.realm, key, output_id, outcome)
 
     def _refusal(self, log: LogRecord, status: str, reason: str, detail: str) -> OutputRecord:
         """The outcome of a line refused when it arrives: ``block/<log id>`` for a ``blocks`` record,
         ``ingest/<log id>`` for any other."""
         if log.stream == "blocks" and isinstance(log.value, InputRecord):
             return self._outcome(f"block/{log.log_id}", log.key,
-                                 SimOutcome(None, log.value.record_id, status, reason, detail))
-        return self._outcome(f"ingest/{log.log_id}", log.key, SimOutcome(None, log.log_id, status, reason, detail))
+                                 RecordOutcome(None, log.value.record_id, Status(status), reason, detail))
+        return self._outcome(f"ingest/{log.log_id}", log.key,
+                             RecordOutcome(None, log.log_id, Status(status), reason, detail))
 
     def _genesis(self, book: RelayBook, log: LogRecord,
                  genesis: GenesisRecord) -> tuple[list[OutputRecord], list[RelayStep]]:
@@ -324,7 +322,7 @@ class RelayStage:
 
     def _void_refusal(self, entry: QueueEntry, reason: str, detail: str) -> OutputRecord:
         return self._outcome(f"block/{entry.log_id}", entry.key,
-                             SimOutcome(None, entry.record.record_id, "rejected", reason, detail))
+                             RecordOutcome(None, entry.record.record_id, Status.REJECTED, reason, detail))
 
     def waiting(self, shown: int = 4) -> stall.WaitingStatus | None:
         """The first waiting block as the job shows it live (``shown`` missing positions at most), or None when
@@ -433,8 +431,8 @@ class RelayStage:
         try:
             result = machine.apply_block(self.backend, RelayBlock(header, tuple(records), tuple(sorted(voids))))
         except RelayError as exc:
-            rejection = self._outcome(f"block/{entry.log_id}", entry.key, SimOutcome(
-                header.number, entry.record.record_id, "rejected", type(exc).__name__, str(exc)))
+            rejection = self._outcome(f"block/{entry.log_id}", entry.key, RecordOutcome(
+                header.number, entry.record.record_id, Status.REJECTED, type(exc).__name__, str(exc)))
             refused = [self._void_refusal(o, "VoidNotWaiting", f"block {header.number} was refused") for o in orders]
             return RelayStep(header.number, (rejection, *refused), ())
         for record in (*records, *dropped):
@@ -445,8 +443,8 @@ class RelayStage:
         for (stream, origin, position), order in sorted(voids.items()):
             book.set_included(stream, origin, position)
             record_id = f"{stream}/{origin}/{position}"
-            outcomes.append(self._outcome(f"outcome/{record_id}", origin, SimOutcome(
-                header.number, record_id, "rejected", "Voided", f"the author's void order {order} voided it")))
+            outcomes.append(self._outcome(f"outcome/{record_id}", origin, RecordOutcome(
+                header.number, record_id, Status.REJECTED, "Voided", f"the author's void order {order} voided it")))
         step = self._step(book, header, result, {r.record_id: r.origin for r in records})
         return replace(step, outputs=(*outcomes, *step.outputs)) if outcomes else step
 
@@ -455,7 +453,7 @@ class RelayStage:
         block's subscription changes apply after the views' proofs."""
         realm, number = self.realm, header.number
         out = [
-            OutputRecord(f"{realm}.rejected", origins[o.record_id], f"outcome/{o.record_id}", o.to_json())
+            rejection(realm, origins[o.record_id], f"outcome/{o.record_id}", o)
             for o in result.outcomes
             if o.status is not Status.APPLIED
         ]

@@ -13,10 +13,13 @@ __all__ = [
     "INPUT_TOPIC_PATTERN",
     "INPUTS",
     "OUTPUTS",
+    "REALM_SQL",
     "VIEWS",
     "VIEWS_TOPIC_PATTERN",
     "input_topics",
+    "kind_of",
     "output_topics",
+    "realm_of",
     "realm_pattern",
     "topic",
 ]
@@ -33,6 +36,21 @@ VIEWS_TOPIC_PATTERN = rf"^{_REALM}\.{re.escape(VIEWS)}$"
 
 def topic(realm: str, name: str) -> str:
     return f"{realm}.{name}"
+
+
+def realm_of(name: str) -> str:
+    """The realm of a topic ``<realm>.<kind>``: all before the last dot (a realm may hold dots); "" for a name with
+    none. The one place a realm is cut from a topic name (``REALM_SQL`` is the same rule in Spark SQL)."""
+    return name.rpartition(".")[0]
+
+
+def kind_of(name: str) -> str:
+    """The stream or kind of a topic ``<realm>.<kind>``: all after the last dot."""
+    return name.rpartition(".")[2]
+
+
+REALM_SQL = "regexp_extract(topic, '^(.*)[.][^.]+$', 1)"
+"""``realm_of`` in Spark SQL, over a Kafka source's ``topic`` column: how the job groups its rows by realm."""
 
 
 def input_topics(realm: str) -> list[str]:

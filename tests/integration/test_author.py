@@ -29,7 +29,7 @@ from producers.writers.author import AuthorFenced, BlockAuthor, transactional_id
 from pubsub_core.envelope import Envelope, KeyRegistry
 from pubsub_core.relay import BlockHeader, Genesis, InputRecord, canonical_json
 from pubsub_core.simulator import simulate
-from pubsub_core.stages import LineRouter
+from pubsub_core.stages import LineParser
 from settings.settings import Settings
 from tests.simulator.properties import check_outcomes
 
@@ -103,7 +103,7 @@ def authors() -> Iterator[list[Author]]:
 
 
 def send_lines(settings: Settings, realm: str, lines: list[str]) -> None:
-    records = [r for r, _ in (item for item in route_event_log((line.encode() for line in lines), LineRouter(realm))
+    records = [r for r, _ in (item for item in route_event_log((line.encode() for line in lines), LineParser(realm))
                               if isinstance(item, tuple))]
     produce(settings, records)
 

@@ -16,14 +16,15 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka import TopicPartition
 
-from producers.transport.kafka_io import ProducedRecord, produce, read_topic, route_event_log
+from producers.transport.kafka_io import produce, read_topic, route_event_log
 from producers.transport.topics import ensure_realm_topics
 from producers.workload import WorkloadSpec, generate, signer
 from producers.writers.author import AuthorLimits, BlockAuthor, InputExpired
 from producers.writers.author_state import open_snapshot
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import BlockHeader, InputRecord
-from pubsub_core.stages import LineRouter
+from pubsub_core.stages import LineParser
+from pubsub_core.stages.edge import ProducerRecord
 from settings.settings import Settings
 from tests.integration.test_author import without_blocks
 
@@ -45,7 +46,7 @@ def chunks(realm: str) -> list[list[str]]:
 
 
 def send(settings: Settings, realm: str, lines: list[str]) -> None:
-    records = [r for r, _ in (item for item in route_event_log((line.encode() for line in lines), LineRouter(realm))
+    records = [r for r, _ in (item for item in route_event_log((line.encode() for line in lines), LineParser(realm))
                               if isinstance(item, tuple))]
     produce(settings, records)
 
@@ -117,7 +118,7 @@ def test_the_snapshot_topic_keeps_only_signed_snapshots_a_forged_one_is_skipped(
     records = list(read_topic(kafka_settings, f"{realm}.author-state"))
     genuine = Envelope.decode(records[-1].value or b"")
     forged = forger.sign(genuine.topic, 99, genuine.data.replace(b'"number":1', b'"number":99')).encode()
-    produce(kafka_settings, [ProducedRecord(f"{realm}.author-state", b"author", forged)])
+    produce(kafka_settings, [ProducerRecord(f"{realm}.author-state", b"author", forged)])
     keys = frozenset({AUTHOR.public_key})
     assert open_snapshot(realm, keys, forged) is None and open_snapshot(realm, keys, records[-1].value) is not None
     second = author(kafka_settings, realm)
@@ -168,7 +169,7 @@ def test_a_head_block_deleted_by_retention_is_taken_from_the_snapshot_unless_lat
     second = author(kafka_settings, realm)
     assert second.resumed_from is not None and second.write_block().header.number == 2
     second.close()
-    produce(kafka_settings, [ProducedRecord(blocks_topic, b"author", b"junk")])
+    produce(kafka_settings, [ProducerRecord(blocks_topic, b"author", b"junk")])
     high = second._watermarks(blocks_topic)[1]
     for future in admin.delete_records([TopicPartition(blocks_topic, 0, high)]).values():
         future.result(30)

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from producers.transport.kafka_io import ProducedRecord, produce, topic_size
+from producers.transport.kafka_io import produce, topic_size
 from producers.transport.topics import realm_topic_specs
 from producers.writers.author_state import AUTHOR_STATE
+from pubsub_core.stages.edge import ProducerRecord
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS, topic
 from settings.settings import Settings
 from tests.support.terminal import ctrl_c_reaches_it
@@ -74,7 +75,7 @@ def test_topics_create_makes_a_realms_topics_as_produce_does_idempotently(kafka_
 
 
 def _fill(settings: Settings, name: str, count: int) -> None:
-    produce(settings, [ProducedRecord(name, b"k", json.dumps({"n": n}).encode(), (("id", f"id-{n}".encode()),))
+    produce(settings, [ProducerRecord(name, b"k", json.dumps({"n": n}).encode(), (("id", f"id-{n}".encode()),))
                        for n in range(count)])
 
 

@@ -16,14 +16,15 @@ import pytest
 from producers.client import Client, Connection, FollowStats, InvalidRecordError, Publish
 from producers.readers.export import export_realm
 from producers.schemas import validate
-from producers.transport.kafka_io import ProducedRecord, produce, read_topic, route_event_log
+from producers.transport.kafka_io import produce, read_topic, route_event_log
 from producers.transport.topics import ensure_realm_topics
 from producers.workload import LogBuilder, signer
 from pubsub_core.envelope import KeyRegistry
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import Genesis
 from pubsub_core.simulator import simulate
-from pubsub_core.stages import GenesisRecord, LineRouter
+from pubsub_core.stages import GenesisRecord, LineParser
+from pubsub_core.stages.edge import ProducerRecord, to_kafka
 from settings.settings import Settings
 
 pytestmark = pytest.mark.kafka
@@ -43,15 +44,15 @@ def fresh_realm(settings: Settings) -> str:
     return realm
 
 
-def simulated(log: str, realm: str) -> list[ProducedRecord]:
+def simulated(log: str, realm: str) -> list[ProducerRecord]:
     """The outputs of an example log, moved to ``realm``, as their Kafka records."""
     lines = (REPO / "examples" / log).read_bytes().splitlines()
-    return [ProducedRecord.from_output(record) for record in simulate(lines)
+    return [to_kafka(record) for record in simulate(lines)
             if record.topic.startswith("polkadot.")]
 
 
-def moved(record: ProducedRecord, realm: str) -> ProducedRecord:
-    return ProducedRecord(record.topic.replace("polkadot.", f"{realm}.", 1), record.key, record.value, record.headers)
+def moved(record: ProducerRecord, realm: str) -> ProducerRecord:
+    return ProducerRecord(record.topic.replace("polkadot.", f"{realm}.", 1), record.key, record.value, record.headers)
 
 
 def test_a_publish_signed_by_the_client_is_applied_by_the_relay(kafka_settings: Settings) -> None:
@@ -60,7 +61,7 @@ def test_a_publish_signed_by_the_client_is_applied_by_the_relay(kafka_settings: 
     collator = Client(Connection(str(kafka_settings.kafka_bootstrap))).publisher(realm, 1000, seed).signer
     genesis = GenesisRecord(KeyRegistry({1000: frozenset({collator.public_key})},
                                         author_keys=frozenset({author.public_key})), Genesis((), ()))
-    produce(kafka_settings, [ProducedRecord(f"{realm}.genesis", realm.encode(), json.dumps(genesis.to_json()).encode())])
+    produce(kafka_settings, [ProducerRecord(f"{realm}.genesis", realm.encode(), json.dumps(genesis.to_json()).encode())])
 
     first = run_example("api_publish.py", kafka_settings, realm, "1000", seed.hex(), "temperature=21")
     second = run_example("api_publish.py", kafka_settings, realm, "1000", seed.hex(), "temperature=22", "humidity=40")
@@ -75,7 +76,7 @@ def test_a_publish_signed_by_the_client_is_applied_by_the_relay(kafka_settings: 
     log = LogBuilder(realm)  # the block author's block including both messages
     log.since_block = {("upward", "1000"): 1}
     log.block()
-    routed = [item for item in route_event_log([line.encode() for line in log.lines], LineRouter(realm))]
+    routed = [item for item in route_event_log([line.encode() for line in log.lines], LineParser(realm))]
     produce(kafka_settings, [item[0] for item in routed if isinstance(item, tuple)])
 
     lines: list[str] = []
@@ -92,7 +93,7 @@ def test_a_publish_signed_by_the_client_is_applied_by_the_relay(kafka_settings: 
 def test_following_updates_shows_each_once_and_skips_a_forged_record(kafka_settings: Settings) -> None:
     realm = fresh_realm(kafka_settings)
     updates = [moved(r, realm) for r in simulated("small.jsonl", realm) if r.topic.endswith(".updates")]
-    forged = ProducedRecord(f"{realm}.updates", b"3000", b'{"kind":"set"}', (("id", b"forged"),))
+    forged = ProducerRecord(f"{realm}.updates", b"3000", b'{"kind":"set"}', (("id", b"forged"),))
     produce(kafka_settings, [*updates, forged, *updates[: len(updates) // 2]])  # the job writes at least once
 
     done = run_example("api_follow.py", kafka_settings, realm, "--idle", "4")
@@ -128,7 +129,7 @@ def test_reading_a_topic_gives_its_records_checked_against_the_schema(kafka_sett
     lines = Client(Connection(str(kafka_settings.kafka_bootstrap))).outputs(realm, ["seals"])
     assert sorted(line.replace(f'"{realm}.seals"', '"polkadot.seals"') for line in lines) == expected
 
-    produce(kafka_settings, [ProducedRecord(f"{realm}.seals", b"9", b'{"number":9}', (("id", b"seal/9"),))])
+    produce(kafka_settings, [ProducerRecord(f"{realm}.seals", b"9", b'{"number":9}', (("id", b"seal/9"),))])
     bad = run_example("api_read.py", kafka_settings, f"{realm}.seals")
     assert bad.returncode == 1 and "does not follow urn:rfc0160-pubsub:schema:seal:v1" in bad.stderr
 
@@ -141,7 +142,7 @@ def test_a_seed_the_genesis_does_not_list_for_the_para_is_refused_at_once(kafka_
     realm = fresh_realm(kafka_settings)
     listed = signer("collator/1000")
     genesis = GenesisRecord(KeyRegistry({1000: frozenset({listed.public_key})}), Genesis((), ()))
-    produce(kafka_settings, [ProducedRecord(f"{realm}.genesis", realm.encode(), json.dumps(genesis.to_json()).encode())])
+    produce(kafka_settings, [ProducerRecord(f"{realm}.genesis", realm.encode(), json.dumps(genesis.to_json()).encode())])
     client = Client(Connection(str(kafka_settings.kafka_bootstrap)))
     wrong = blake2_256(b"api-test/not-a-collator")
     with pytest.raises(UnknownSignerError) as raised:

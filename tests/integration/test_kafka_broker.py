@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.transport.kafka_io import ProducedRecord, produce, read_topic
+from producers.transport.kafka_io import produce, read_topic
 from producers.transport.topics import is_serving
+from pubsub_core.stages.edge import ProducerRecord
 from settings.settings import Settings, load_settings
 from supervise.errors import BrokerError
 from supervise.kafka_broker import EmbeddedKafka, create_topics, ensure_kafka
@@ -45,7 +46,7 @@ def test_records_round_trip_in_partition_and_offset_order(kafka_settings: Settin
     topic = settings.topic("round-trip")
     create_topics(settings, [topic], partitions=3)
     create_topics(settings, [topic], partitions=3)  # idempotent
-    sent = [ProducedRecord(topic, f"k{i % 7}".encode(), json.dumps({"i": i}).encode()) for i in range(50)]
+    sent = [ProducerRecord(topic, f"k{i % 7}".encode(), json.dumps({"i": i}).encode()) for i in range(50)]
     assert produce(settings, sent) == 50
     got = read_topic(settings, topic)
     assert sorted(r.value or b"" for r in got) == sorted(r.value or b"" for r in sent)

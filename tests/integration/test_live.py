@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from producers.transport.kafka_io import ProducedRecord, produce, read_topic
+from producers.transport.kafka_io import produce, read_topic
 from producers.transport.topics import ensure_realm_topics
 from producers.workload import WorkloadSpec, signer
 from producers.writers.author import AuthorLimits, BlockAuthor, latest_snapshot
@@ -26,6 +26,7 @@ from producers.writers.live import LiveSpec, run_live
 from pubsub_core.envelope import Envelope, Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.stages import OutputRecord
+from pubsub_core.stages.edge import ProducerRecord, to_kafka
 from settings.settings import Settings
 
 pytestmark = pytest.mark.kafka
@@ -88,7 +89,7 @@ def test_a_restart_reuses_no_position_or_seqno_even_after_hostile_records(kafka_
     forged = signer("attacker").sign(Topic(realm, "upward", origin), 10**6, b"x")
     hostile = [InputRecord("upward", origin, 10**6, forged.encode()),
                InputRecord("upward", origin, position + 500, envelope.encode())]
-    produce(kafka_settings, [ProducedRecord(f"{realm}.upward", origin.encode(),
+    produce(kafka_settings, [ProducerRecord(f"{realm}.upward", origin.encode(),
                                             canonical_json(r.to_json()).encode()) for r in hostile])
 
     second = run_live(kafka_settings, spec, threading.Event())
@@ -137,10 +138,10 @@ def test_follow_shows_each_update_once_and_stops_on_sigint(kafka_settings: Setti
     ensure_realm_topics(kafka_settings, realm, inputs=False, seam=False)
     updates = f"{realm}.updates"
 
-    def update(subscriber: int, block: int, seq: int) -> ProducedRecord:
+    def update(subscriber: int, block: int, seq: int) -> ProducerRecord:
         value = {"subscriber": subscriber, "relay_block_number": block, "publisher": 1000, "key": "ab" * 32,
                  "value": "3432", "kind": "set", "seq": seq}
-        return ProducedRecord.from_output(OutputRecord(updates, str(subscriber), f"{subscriber}-{block}-u{seq}", value))
+        return to_kafka(OutputRecord(updates, str(subscriber), f"{subscriber}-{block}-u{seq}", value))
 
     a, b, c, d = update(3000, 2, 0), update(3000, 2, 1), update(3001, 2, 0), update(3000, 3, 0)
     produce(kafka_settings, [a, b, a, c, b])

@@ -13,10 +13,12 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from cli.main import main
-from producers.transport.kafka_io import TOO_LARGE, ProducedRecord, read_outputs, read_topic, send
-from producers.transport.topics import MAX_MESSAGE_BYTES, MiB, TopicSpec, ensure_realm_topics, ensure_topics, topic_config, TopicKind
+from producers.transport.kafka_io import TOO_LARGE, read_outputs, read_topic, send
+from producers.transport.topics import TopicKind, TopicSpec, ensure_realm_topics, ensure_topics, topic_config
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import IngestError, LineRouter, OutputRecord, Routed, ProtocolConfig, split_topic
+from pubsub_core.stages import IngestError, LineParser, OutputRecord, ProtocolConfig, split_topic
+from pubsub_core.stages.edge import ProducerRecord, to_kafka
+from pubsub_core.stages.limits import MAX_MESSAGE_BYTES, MiB
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, input_topics
 from settings.settings import Settings
 
@@ -67,13 +69,13 @@ def test_an_example_log_lands_on_its_input_topics_in_line_order(kafka_settings: 
     log.write_text("\n".join(lines) + "\n")
     assert pubsub(kafka_settings, "produce", "--event-log", str(log), "--realm", realm) == 0
 
-    router = LineRouter(realm)
+    router = LineParser(realm)
     expected: dict[str, list[tuple[int, bytes | None, bytes]]] = {name: [] for name in input_topics(realm)}
     for line in lines:
         routed = router.route(line)
         if not isinstance(routed, OutputRecord):
             record, offset = routed
-            assert isinstance(record, Routed)
+            assert isinstance(record, ProducerRecord)
             expected[record.topic].append((offset, record.key, record.value))
     assert sum(map(len, expected.values())) == len(lines) - 1  # small.jsonl has one malformed line
     for name, records in expected.items():
@@ -109,7 +111,7 @@ def test_unroutable_lines_become_the_simulators_rejections(
     assert "MalformedJson" in capsys.readouterr().err
     assert pubsub(kafka_settings, "consume", "--topic", f"{realm}.rejected") == 0
     printed = capsys.readouterr().out.splitlines()
-    router = LineRouter(realm)  # the simulator's edge; for the lines that are text, the simulator's own outputs:
+    router = LineParser(realm)  # the simulator's edge; for the lines that are text, the simulator's own outputs:
     expected = [o.to_line() for raw in log.read_bytes().splitlines()
                 for o in [router.feed(raw)] if isinstance(o, OutputRecord)]
     assert expected[:5] == ingest_rejections(text_lines, realm)
@@ -152,8 +154,8 @@ def test_records_kafka_refuses_for_size_are_refusals_not_errors(kafka_settings: 
     limits = ensure_topics(kafka_settings, [TopicSpec(f"{realm}.small", 1, topic_config(TopicKind.OUTPUT, MiB))])
     assert limits == {f"{realm}.small": MiB}
     incompressible = os.urandom(2 * MiB)
-    records = [ProducedRecord(f"{realm}.small", b"a", incompressible), ProducedRecord(f"{realm}.small", b"b", b"ok"),
-               ProducedRecord(f"{realm}.small", b"c", b"x" * (17 * MiB))]
+    records = [ProducerRecord(f"{realm}.small", b"a", incompressible), ProducerRecord(f"{realm}.small", b"b", b"ok"),
+               ProducerRecord(f"{realm}.small", b"c", b"x" * (17 * MiB))]
     report = send(kafka_settings, records)  # the broker refuses the first, the client the third
     assert [(r.index, r.reason) for r in report.refused] == [(2, TOO_LARGE), (0, TOO_LARGE)] or \
         sorted((r.index, r.reason) for r in report.refused) == [(0, TOO_LARGE), (2, TOO_LARGE)]
@@ -168,7 +170,7 @@ def test_consume_prints_simulator_lines_with_ids(kafka_settings: Settings, capsy
     outputs = [o for line in (EXAMPLES / "minimal.jsonl").read_text().splitlines() for o in simulator.feed_line(line)]
     outputs = [OutputRecord(o.topic.replace("polkadot.", f"{realm}.", 1), o.key, o.id, o.value) for o in outputs]
     assert len({o.topic for o in outputs}) >= 4
-    report = send(kafka_settings, [ProducedRecord.from_output(o) for o in outputs])
+    report = send(kafka_settings, [to_kafka(o) for o in outputs])
     assert not report.refused
     assert pubsub(kafka_settings, "consume", "--realm", realm) == 0
     captured = capsys.readouterr()
@@ -177,7 +179,7 @@ def test_consume_prints_simulator_lines_with_ids(kafka_settings: Settings, capsy
     assert sorted(read_outputs(kafka_settings, [f"{realm}.{name}" for name in OUTPUTS])) == \
         sorted(o.to_line() for o in outputs)
 
-    send(kafka_settings, [ProducedRecord(f"{realm}.seals", None, b"\x00not json")])
+    send(kafka_settings, [ProducerRecord(f"{realm}.seals", None, b"\x00not json")])
     assert pubsub(kafka_settings, "consume", "--topic", f"{realm}.seals", "--max", "100") == 0
     # a null key may land on either partition, and consume prints partition by partition: find it, not the last
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

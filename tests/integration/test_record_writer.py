@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from producers.transport.kafka_io import ID_HEADER, read_topic
+from producers.transport.kafka_io import read_topic
 from producers.transport.topics import create_topics
+from pubsub_core.stages.edge import ID_HEADER, ProducerRecord
 from settings.settings import Settings
 from streaming.errors import RecordWriteError
 from streaming.record_writer import RecordWriter, record_writer, writer_config
@@ -18,6 +19,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.kafka
+
+
+def _kafka(rows: list[tuple[str, bytes, bytes, bytes]]) -> list[ProducerRecord]:
+    """(topic, key, value, id) rows as the records the stages write."""
+    return [ProducerRecord(topic, key, value, ((ID_HEADER, record_id),)) for topic, key, value, record_id in rows]
 
 
 def _topic(settings: Settings, partitions: int, config: dict[str, str] | None = None) -> str:
@@ -35,8 +41,8 @@ def test_records_land_on_the_partition_spark_s_sink_chose_in_order_with_their_id
     records = [(name, b"" if i % 17 == 0 else f"subscriber-{i % 23}".encode(), f'{{"n":{i}}}'.encode(), f"id/{i}".encode())
                for i in range(300)]
     writer = RecordWriter(writer_config(kafka_settings))
-    writer.write(records[:120])
-    writer.write(records[120:])
+    writer.write(_kafka(records[:120]))
+    writer.write(_kafka(records[120:]))
     writer.flush()
 
     utils = spark.sparkContext._jvm.org.apache.kafka.common.utils.Utils  # type: ignore[union-attr]
@@ -59,13 +65,13 @@ def test_a_record_kafka_refuses_fails_the_flush_with_a_typed_error_and_the_write
     topic (so the micro-batch fails and runs again); the next batch's records are delivered."""
     small = _topic(kafka_settings, 1, {"max.message.bytes": "2048"})
     writer = RecordWriter(writer_config(kafka_settings))
-    writer.write([(small, b"k", os.urandom(6400).hex().encode(), b"too-large")])  # 12,800 random hex characters
+    writer.write(_kafka([(small, b"k", os.urandom(6400).hex().encode(), b"too-large")]))  # 12,800 random hex characters
     with pytest.raises(RecordWriteError) as raised:
         writer.flush()
     assert raised.value.topic == small and raised.value.failed == 1
     assert "too large" in raised.value.reason.lower()
 
-    writer.write([(small, b"k", b"{}", b"fits")])
+    writer.write(_kafka([(small, b"k", b"{}", b"fits")]))
     writer.flush()
     assert [r.header(ID_HEADER) for r in read_topic(kafka_settings, small)] == [b"fits"]
 
@@ -78,7 +84,7 @@ def test_a_batch_larger_than_the_writer_s_buffer_waits_for_deliveries_and_loses_
     config = {**writer_config(kafka_settings), "queue.buffering.max.kbytes": "256"}
     records = [(name, b"k", os.urandom(6000), f"id/{i}".encode()) for i in range(400)]  # 2.4 MB: ten buffers' worth
     writer = RecordWriter(config)
-    writer.write(records)
+    writer.write(_kafka(records))
     writer.flush()
     read = sorted(read_topic(kafka_settings, name), key=lambda r: r.offset)
     assert [(r.header(ID_HEADER), r.value) for r in read] == [(i, v) for _, _, v, i in records]
@@ -103,6 +109,6 @@ def test_flush_sends_at_once_whatever_the_linger(kafka_settings: Settings) -> No
     name = _topic(kafka_settings, 2)
     writer = RecordWriter({**writer_config(kafka_settings), "linger.ms": str(120_000)})
     records = [(name, f"k{i}".encode(), b"v", f"id/{i}".encode()) for i in range(50)]
-    writer.write(records)
+    writer.write(_kafka(records))
     assert writer._producer.flush(10.0) == 0  # noqa: SLF001 - one bounded wait, not the loop
     assert sorted(r.header(ID_HEADER) or b"" for r in read_topic(kafka_settings, name)) == sorted(r[3] for r in records)

@@ -25,16 +25,17 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from producers.readers.export import export_line, interleave
-from producers.transport.kafka_io import ConsumedRecord, read_topic
+from producers.transport.kafka_io import read_topic
 from producers.transport.topics import consumer_config, ensure_realm_topics
 from producers.workload import WorkloadSpec, generate, signer
 from producers.writers.author import BlockAuthor, InputExpired
+from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.topics import input_topics
-from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from supervise.verify import check_outputs
 from tests.integration.test_author import without_blocks
 from tests.integration.test_author_snapshot import send
+from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -117,7 +118,7 @@ def test_the_job_and_the_author_restart_past_deleted_segments_and_equal_the_simu
     run_job(kafka_settings, realm, checkpoint, log)
 
     after = {name: read_topic(kafka_settings, name) for name in input_topics(realm)}
-    whole: dict[str, list[ConsumedRecord]] = {}
+    whole: dict[str, list[ConsumerRecord]] = {}
     for name in input_topics(realm):
         last = max((r.offset for r in before[name]), default=-1)
         whole[name] = before[name] + [r for r in after[name] if r.offset > last]

@@ -118,7 +118,7 @@ def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> No
     request, on the Java client's partitioner, keep each partition's order through retries, and hold a bounded
     buffer of unsent records. A record waits at most 25 ms for others to share its request: the end of each task's
     writing flushes at once, so only records written while the task still runs wait at all."""
-    from streaming.operators import MAX_RECORD_BYTES
+    from pubsub_core.stages.limits import MAX_OUTPUT_BYTES
     from streaming.record_writer import writer_config
 
     config = writer_config(load_settings(overrides={"kafka_bootstrap": "127.0.0.1:9"}, environ={}))
@@ -128,7 +128,7 @@ def test_the_stages_writers_batch_a_partition_s_records_up_to_a_mebibyte() -> No
     assert config["partitioner"] == "murmur2_random"
     assert config["enable.idempotence"] == "true" and config["acks"] == "all"
     assert int(config["queue.buffering.max.kbytes"]) * 1024 <= 64 * 1024 * 1024  # a worker's unsent records bounded
-    assert int(config["queue.buffering.max.kbytes"]) * 1024 >= 2 * MAX_RECORD_BYTES  # two of the largest records
+    assert int(config["queue.buffering.max.kbytes"]) * 1024 >= 2 * MAX_OUTPUT_BYTES  # two of the largest records
     assert config["bootstrap.servers"] == "127.0.0.1:9"
 
 

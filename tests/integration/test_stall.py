@@ -14,16 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from producers.transport.kafka_io import ProducedRecord, produce, read_topic
+from producers.transport.kafka_io import produce, read_topic
 from pubsub_core.codec.hexjson import unhex_0x
 from pubsub_core.envelope import Envelope
 from pubsub_core.relay import is_void
 from pubsub_core.simulator import simulate
-from tests.support.paths import REPO_ROOT
+from pubsub_core.stages.edge import ProducerRecord
 from settings.settings import Settings
 from streaming.job import run_job
 from supervise.kafka_broker import free_port
 from supervise.verify import check_outputs, fresh_topics
+from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -74,7 +75,7 @@ def test_a_stalled_realm_is_seen_then_the_void_order_unsticks_it_as_in_the_simul
             str(tmp_path / "none")]
     assert "STALLED" not in status_text(argv)
     forged = {**json.loads(expected["stalled/polkadot.blocks@2"])["value"], "block": 6, "block_record": "polkadot.blocks@5"}
-    produce(kafka_settings, [ProducedRecord("polkadot.health", b"polkadot", json.dumps(forged).encode())])
+    produce(kafka_settings, [ProducerRecord("polkadot.health", b"polkadot", json.dumps(forged).encode())])
     assert "STALLED" not in status_text(argv)
 
 

@@ -24,7 +24,7 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from producers.readers.export import export_line, interleave
-from producers.transport.kafka_io import ConsumedRecord, read_topic
+from producers.transport.kafka_io import read_topic
 from producers.transport.topics import ensure_realm_topics
 from producers.workload import WorkloadSpec, generate, signer
 from producers.writers.author import BlockAuthor
@@ -33,6 +33,7 @@ from pubsub_core.envelope import Envelope, Topic
 from pubsub_core.relay import BlockHeader, InputRecord, canonical_json
 from pubsub_core.release import RELEASE
 from pubsub_core.stages import RelayView
+from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.seam import MAC_BYTES, SEAM_FORMAT, encode_view, seam_mac
 from pubsub_core.stages.topics import VIEWS, input_topics
 from settings.settings import Settings
@@ -137,7 +138,7 @@ def test_the_previous_release_deployment_is_taken_over_without_replay_and_equals
     new_records = sum(1 for name in input_topics(realm) for r in now[name] if r.offset >= offsets.get(name, 0))
     assert done_line is not None and int(done_line.group(1)) == new_records > 0, text[-3000:]
     assert all(first_batch_after(checkpoint, batch)[topic] >= offset for topic, offset in offsets.items())
-    whole: dict[str, list[ConsumedRecord]] = {}
+    whole: dict[str, list[ConsumerRecord]] = {}
     for name in input_topics(realm):
         last = max((r.offset for r in before[name]), default=-1)
         whole[name] = before[name] + [r for r in now[name] if r.offset > last]

@@ -32,7 +32,7 @@ SEED = blake2_256(b"client-test/collator")
 
 
 def test_the_public_names_are_exported() -> None:
-    assert {"Client", "Connection", "Publisher", "Record", "build_publish", "ClientError"} <= set(client.__all__)
+    assert {"Client", "Connection", "Publisher", "build_publish", "ClientError"} <= set(client.__all__)
     assert all(hasattr(client, name) for name in client.__all__)
     assert issubclass(client.ClientError, ProducerError)
 

@@ -432,7 +432,7 @@ def test_random_header_bytes_decode_or_raise_a_typed_error(data: bytes) -> None:
     assert header.encode() == data
 
 
-# -- the MessageRouter seam ------------------------------------------------------------------------------
+# -- the RoutingPort -----------------------------------------------------------------------------------
 def test_router_seam_acceptance_dispatch_and_session_change() -> None:
     from dataclasses import dataclass, field
 

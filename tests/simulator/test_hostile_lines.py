@@ -18,8 +18,10 @@ from producers.workload import WorkloadSpec, generate, minimal_example, signer
 from pubsub_core.envelope import Topic
 from pubsub_core.relay import InputRecord, canonical_json
 from pubsub_core.simulator import Simulator, simulate
-from pubsub_core.stages import GenesisRecord, LineRouter, LogRecord, OutputRecord, decode_record, ingest_record
-from pubsub_core.stages.ingest import DETAIL_LIMIT, MAX_RECORD_BYTES, is_blank
+from pubsub_core.stages import GenesisRecord, LineParser, LogRecord, OutputRecord, decode_record, ingest_record
+from pubsub_core.stages.ingest import is_blank
+from pubsub_core.stages.limits import MAX_INPUT_BYTES
+from pubsub_core.stages.records import DETAIL_LIMIT
 
 SPEC = WorkloadSpec(seed=9, blocks=4, bad_records=0, quiet_blocks=1)
 REASONS = {"MalformedJson", "MalformedRecord", "UnknownTopic", "KeyMismatch", "RecordTooLarge", "Malformed",
@@ -55,7 +57,7 @@ def hostile_lines(rng: random.Random) -> list[bytes]:
         b'{"topic": "polkadot.upward", "key": "\\ud800", "value": {}}',
         b'{"topic": "polkadot.upward", "key": "2000", "value": "\\udfff"}',
         b'{"topic": "polkadot.upward", "key": "2000", "value": {"position": NaN}}',
-        b"x" * (MAX_RECORD_BYTES + 10), b"{" + b" " * (2 << 20) + b"!",
+        b"x" * (MAX_INPUT_BYTES + 10), b"{" + b" " * (2 << 20) + b"!",
         upward(value="0x" + "ab" * (1 << 20)), upward(value="0x" + "a" * (2 << 20)),
         upward(10**30), upward(-1), upward(1.5), upward(True), upward("7"), upward(None), upward([0]),
         b'{"topic": "polkadot.upward", "key": "2000", "value": {"stream": "upward", "origin": "2000", "position": 1e400, "value": "0x00"}}',
@@ -135,7 +137,7 @@ def test_every_hostile_line_is_one_typed_rejection_through_pubsub_simulate(tmp_p
 def test_an_oversized_line_is_refused_without_being_read_whole(tmp_path: Path) -> None:
     """The CLI reads at most the cap (and a byte) of a line; the rest is skipped, and the next line is read."""
     lines = minimal_example()
-    big = b'{"topic": "polkadot.upward", "value": "' + b"a" * (3 * MAX_RECORD_BYTES) + b'"}'
+    big = b'{"topic": "polkadot.upward", "value": "' + b"a" * (3 * MAX_INPUT_BYTES) + b'"}'
     (tmp_path / "events.jsonl").write_bytes(big + b"\n" + "\n".join(lines).encode() + b"\n")
     assert main(["simulate", str(tmp_path / "events.jsonl"), "-o", str(tmp_path / "out"), "--quiet"]) == 0
     kept, refused = refusals((tmp_path / "out").read_text().splitlines())
@@ -174,7 +176,7 @@ def test_kafka_records_take_the_same_edge() -> None:
             assert isinstance(outcome, (LogRecord, OutputRecord))
             if isinstance(outcome, OutputRecord):
                 assert outcome.value["reason"] in REASONS and len(str(outcome.value["detail"])) <= DETAIL_LIMIT
-    too_large = ingest_record("polkadot.upward", b"2000", b"7" * (MAX_RECORD_BYTES + 1), 3, "polkadot")
+    too_large = ingest_record("polkadot.upward", b"2000", b"7" * (MAX_INPUT_BYTES + 1), 3, "polkadot")
     assert isinstance(too_large, OutputRecord) and too_large.value["reason"] == "RecordTooLarge"
     small = ingest_record("polkadot.upward", b"2000", b"[[[[7]]]]", 3, "polkadot", max_record_bytes=4)
     assert isinstance(small, OutputRecord) and small.value["reason"] == "RecordTooLarge"
@@ -184,7 +186,7 @@ def test_kafka_records_take_the_same_edge() -> None:
 
 
 def test_nesting_is_capped_before_parsing_and_brackets_in_strings_do_not_count() -> None:
-    router = LineRouter("polkadot")
+    router = LineParser("polkadot")
     deep = router.route(b'{"topic": "polkadot.upward", "key": "2000", "value": ' + b"[" * 33 + b"]" * 33 + b"}")
     assert isinstance(deep, OutputRecord) and "nests deeper" in str(deep.value["detail"])
     quoted = json.dumps({"topic": "polkadot.upward", "key": "2000", "value": {"x": '\\"' + "[{" * 100}})
@@ -202,6 +204,6 @@ def test_the_nesting_cap_counts_exactly_the_levels_of_the_line(openers: list[str
     closers = "".join("]" if opener == "[" else "}" for opener in reversed(openers))
     value = "".join(openers) + leaf + closers
     assert json.loads(value) is not None
-    routed = LineRouter("polkadot").route('{"topic": "polkadot.upward", "key": "2000", "value": ' + value + "}")
+    routed = LineParser("polkadot").route('{"topic": "polkadot.upward", "key": "2000", "value": ' + value + "}")
     refused = isinstance(routed, OutputRecord) and "nests deeper" in str(routed.value["detail"])
     assert refused == (len(openers) > 31)

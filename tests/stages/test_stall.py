@@ -11,13 +11,13 @@ import pytest
 
 from producers.workload import LogBuilder, _forged, signer
 from pubsub_core.envelope import Topic
+from pubsub_core.envelope import KeyRegistry
 from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import Genesis, InputRecord, VoidOrder, canonical_json
 from pubsub_core.relay.void import VOID_TAG, VoidDecodeError
-from pubsub_core.envelope import KeyRegistry
 from pubsub_core.simulator import Simulator
 from pubsub_core.stages import ProtocolConfig
-from pubsub_core.stages.ingest import LineRouter, ingest_record
+from pubsub_core.stages.ingest import LineParser, ingest_record
 from pubsub_core.stages.records import LogRecord, OutputRecord
 from pubsub_core.stages.relay_stage import RelayStage
 from pubsub_core.subscriber import SetSubscriptions
@@ -245,7 +245,7 @@ def test_the_hold_is_not_bounded_while_no_block_is_stalled() -> None:
 def _stage_outputs(lines: list[str], cuts: list[int]) -> list[str]:
     """Stage R alone over ``lines`` fed in batches split at ``cuts``, a new stage per batch over one backend (as
     the job builds one every micro-batch)."""
-    router = LineRouter("polkadot")
+    router = LineParser("polkadot")
     records: list[LogRecord | OutputRecord] = []
     for line in lines:
         routed = router.route(line)

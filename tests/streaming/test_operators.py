@@ -17,18 +17,23 @@ from pathlib import Path
 import pytest
 
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import LineRouter, OutputRecord, ProtocolConfig
+from pubsub_core.stages import LineParser, OutputRecord, ProtocolConfig
+from pubsub_core.stages.edge import ID_HEADER, ConsumerRecord, ProducerRecord
 from pubsub_core.stages.seam import decode_view
 from state import MemoryBackend
-from streaming.operators import KafkaRow, OutRow, relay_rows, seam_last, seam_record, subscriber_rows
+from streaming.operators import relay_rows, seam_last, seam_record, subscriber_rows
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY = b"k" * 32
 CONFIG = ProtocolConfig()
 
 
-def _line(row: OutRow) -> str:
-    return json.dumps({"id": row.id.decode(), "key": row.key.decode(), "topic": row.topic, "value": json.loads(row.value)},
+def _record(topic: str, key: bytes, value: bytes, record_id: str) -> ProducerRecord:
+    return ProducerRecord(topic, key, value, ((ID_HEADER, record_id.encode()),))
+
+
+def _line(row: ProducerRecord) -> str:
+    return json.dumps({"id": row.id, "key": (row.key or b"").decode(), "topic": row.topic, "value": json.loads(row.value)},
                       sort_keys=True, separators=(",", ":"))
 
 
@@ -40,9 +45,9 @@ def expected(lines: list[bytes]) -> Counter[str]:
     return Counter(r.to_line() for r in out)
 
 
-def kafka_inputs(lines: list[bytes]) -> tuple[list[KafkaRow], list[str]]:
+def kafka_inputs(lines: list[bytes]) -> tuple[list[ConsumerRecord], list[str]]:
     """What `pubsub produce` writes: routed records at their offsets, and the rejections of the others."""
-    router = LineRouter(CONFIG.default_realm)
+    router = LineParser(CONFIG.default_realm)
     rows, refused = [], []
     for line in lines:
         if not line.strip():
@@ -52,11 +57,11 @@ def kafka_inputs(lines: list[bytes]) -> tuple[list[KafkaRow], list[str]]:
             refused.append(routed.to_line())
         else:
             record, offset = routed
-            rows.append(KafkaRow(record.topic, 0, offset, record.key, record.value))
+            rows.append(ConsumerRecord(record.topic, 0, offset, record.key, record.value))
     return rows, refused
 
 
-def batches(rows: list[KafkaRow], size: int | None, rng: random.Random) -> list[list[KafkaRow]]:
+def batches(rows: list[ConsumerRecord], size: int | None, rng: random.Random) -> list[list[ConsumerRecord]]:
     """Rows cut into micro-batches as maxOffsetsPerTrigger would, each batch shuffled (groups are unordered)."""
     ordered = sorted(rows, key=lambda r: (r.offset, r.topic))
     cut = [ordered] if size is None else [ordered[i:i + size] for i in range(0, len(ordered), size)]
@@ -65,26 +70,26 @@ def batches(rows: list[KafkaRow], size: int | None, rng: random.Random) -> list[
     return cut
 
 
-def run_pipeline(lines: list[bytes], size: int | None, seed: int, replay: bool = False) -> tuple[Counter[str], list[OutRow]]:
+def run_pipeline(lines: list[bytes], size: int | None, seed: int, replay: bool = False) -> tuple[Counter[str], list[ProducerRecord]]:
     rng = random.Random(seed)
     rows, refused = kafka_inputs(lines)
     relay_backends: dict[str, MemoryBackend] = {}
     out: list[str] = list(refused)
-    seam: list[OutRow] = []
+    seam: list[ProducerRecord] = []
     for batch in batches(rows, size, rng):
-        by_realm: dict[str, list[KafkaRow]] = {}
+        by_realm: dict[str, list[ConsumerRecord]] = {}
         for row in batch:
             by_realm.setdefault(row.topic.rpartition(".")[0], []).append(row)
         for realm, group in sorted(by_realm.items()):
             produced = relay_rows(realm, group, relay_backends.setdefault(realm, MemoryBackend()), CONFIG, KEY)
             out += [_line(r) for r in produced if not r.topic.endswith(".relay-views")]
             seam += [r for r in produced if r.topic.endswith(".relay-views")]
-    views = [KafkaRow(r.topic, 0, i, r.key, r.value) for i, r in enumerate(seam)]
+    views = [ConsumerRecord(r.topic, 0, i, r.key, r.value) for i, r in enumerate(seam)]
     if replay:  # the sink wrote some views twice: copies at later offsets
-        views += [KafkaRow(v.topic, 0, len(views) + i, v.key, v.value) for i, v in enumerate(rng.sample(views, len(views) // 3))]
+        views += [ConsumerRecord(v.topic, 0, len(views) + i, v.key, v.value) for i, v in enumerate(rng.sample(views, len(views) // 3))]
     subscriber_backends: dict[tuple[str, str], MemoryBackend] = {}
     for batch in batches(views, None if size is None else size * 2, rng):
-        groups: dict[tuple[str, str], list[KafkaRow]] = {}
+        groups: dict[tuple[str, str], list[ConsumerRecord]] = {}
         for row in batch:
             groups.setdefault((row.topic.rpartition(".")[0], (row.key or b"").decode()), []).append(row)
         for (realm, subscriber), group in sorted(groups.items()):
@@ -115,9 +120,9 @@ def test_replayed_views_are_applied_once() -> None:
     assert settled(got) == settled(expected(lines))
 
 
-def _views(lines: list[bytes]) -> list[KafkaRow]:
+def _views(lines: list[bytes]) -> list[ConsumerRecord]:
     _, seam = run_pipeline(lines, None, seed=0)
-    return [KafkaRow(r.topic, 0, i, r.key, r.value) for i, r in enumerate(seam)]
+    return [ConsumerRecord(r.topic, 0, i, r.key, r.value) for i, r in enumerate(seam)]
 
 
 def test_a_forged_view_is_rejected_and_changes_nothing() -> None:
@@ -126,15 +131,15 @@ def test_a_forged_view_is_rejected_and_changes_nothing() -> None:
     genuine = subscriber_rows("polkadot", "3000", views, MemoryBackend(), CONFIG, KEY)
     value = bytearray(views[-1].value or b"")
     value[-1] ^= 1  # a cheating seam writer without the key: the MAC no longer matches
-    forged = KafkaRow(views[0].topic, 0, 99, b"3000", bytes(value))
-    wrong_key = KafkaRow(views[0].topic, 0, 100, b"3000", seam_record_with(views[1], b"x" * 32))
+    forged = ConsumerRecord(views[0].topic, 0, 99, b"3000", bytes(value))
+    wrong_key = ConsumerRecord(views[0].topic, 0, 100, b"3000", seam_record_with(views[1], b"x" * 32))
     out = subscriber_rows("polkadot", "3000", [forged, wrong_key, *views], MemoryBackend(), CONFIG, KEY)
     rejected = [json.loads(r.value) for r in out if r.topic == "polkadot.rejected"]
     assert [r["reason"] for r in rejected] == ["ForgedView", "ForgedView"]
     assert [r for r in out if r.topic != "polkadot.rejected"] == genuine
 
 
-def seam_record_with(view_row: KafkaRow, key: bytes) -> bytes:
+def seam_record_with(view_row: ConsumerRecord, key: bytes) -> bytes:
     view, _ = decode_view(view_row.value or b"", KEY)
     return seam_record(view, key).value
 
@@ -146,7 +151,7 @@ def test_a_differing_replay_of_an_applied_view_is_a_typed_rejection() -> None:
     changed = seam_record(dataclasses.replace(first, max_pov_size=1), KEY)
     backend = MemoryBackend()
     subscriber_rows("polkadot", "3000", views, backend, CONFIG, KEY)
-    out = subscriber_rows("polkadot", "3000", [KafkaRow(views[0].topic, 0, 50, b"3000", changed.value)],
+    out = subscriber_rows("polkadot", "3000", [ConsumerRecord(views[0].topic, 0, 50, b"3000", changed.value)],
                           backend, CONFIG, KEY)
     assert [json.loads(r.value)["reason"] for r in out] == ["ViewConflict"]
 
@@ -164,11 +169,11 @@ def test_views_out_of_order_wait_for_their_predecessor() -> None:
 def test_an_output_over_the_ceiling_becomes_a_rejection(monkeypatch: pytest.MonkeyPatch) -> None:
     import streaming.operators as operators
 
-    monkeypatch.setattr(operators, "MAX_RECORD_BYTES", 500)
+    monkeypatch.setattr(operators, "MAX_OUTPUT_BYTES", 500)
     lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
     rows, _ = kafka_inputs(lines)
     out = relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
-    too_large = [json.loads(r.value) for r in out if r.id.startswith(b"too-large/")]
+    too_large = [json.loads(r.value) for r in out if (r.id or "").startswith("too-large/")]
     assert too_large and all(r["reason"] == "RecordTooLarge" for r in too_large)
     assert all(len(r.value) <= 500 for r in out)
 
@@ -222,7 +227,7 @@ def test_stage_r_hands_each_block_s_views_out_as_soon_as_the_block_is_applied() 
 
 
 def test_the_spark_adapters_carry_rows_in_unchanged_and_a_summary_out() -> None:
-    """Input DataFrames -> KafkaRow (nulls, bytes, ints); what a stage wrote -> its summary DataFrame
+    """Input DataFrames -> ConsumerRecord (nulls, bytes, ints); what a stage wrote -> its summary DataFrame
     (OUTPUT_SCHEMA): records per topic, a row per seal with its height."""
     import pandas as pd
 
@@ -231,12 +236,12 @@ def test_the_spark_adapters_carry_rows_in_unchanged_and_a_summary_out() -> None:
     frame = pd.DataFrame({"realm": ["r", "r"], "topic": ["r.blocks", "r.calls"], "partition": [1, 0],
                           "offset": [7, 2**40], "key": [None, b"k"], "value": [b"v", None]})
     assert _kafka_rows(iter([frame, frame.iloc[:1]])) == [
-        KafkaRow("r.blocks", 1, 7, None, b"v"), KafkaRow("r.calls", 0, 2**40, b"k", None),
-        KafkaRow("r.blocks", 1, 7, None, b"v")]
+        ConsumerRecord("r.blocks", 1, 7, None, b"v"), ConsumerRecord("r.calls", 0, 2**40, b"k", None),
+        ConsumerRecord("r.blocks", 1, 7, None, b"v")]
     summary = BatchSummary()
-    summary.add([OutRow("r.events", b"5", b'{"a":1}', b"id/5"), OutRow("r.seals", b"12", b"{}", b"s/12")])
-    summary.add([OutRow("r.events", b"6", b"{}", b"id/6"), OutRow("r.relay-views", b"6", b"{}", b"v"),
-                 OutRow("r.seals", b"13", b"{}", b"s/13")])
+    summary.add([_record("r.events", b"5", b'{"a":1}', "id/5"), _record("r.seals", b"12", b"{}", "s/12")])
+    summary.add([_record("r.events", b"6", b"{}", "id/6"), _record("r.relay-views", b"6", b"{}", "v"),
+                 _record("r.seals", b"13", b"{}", "s/13")])
     out = summary.frame()
     assert out.to_dict("records") == [
         {"topic": "r.events", "key": None, "records": 2}, {"topic": "r.relay-views", "key": None, "records": 1},
@@ -248,10 +253,10 @@ class ListWriter:
     """Records kept in memory in write order, deliveries counted (the Kafka writer's contract, without Kafka)."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[str, bytes, bytes, bytes]] = []
+        self.records: list[ProducerRecord] = []
         self.flushes: list[int] = []
 
-    def write(self, records: Iterable[tuple[str, bytes, bytes, bytes]]) -> None:
+    def write(self, records: Iterable[ProducerRecord]) -> None:
         self.records += records
 
     def flush(self) -> None:
@@ -270,7 +275,7 @@ def test_a_stage_writes_every_record_before_it_hands_spark_the_summary() -> None
     frames = _frames("relay", relay_chunks("polkadot", rows, backend, CONFIG, KEY), backend, writer)
     summaries = list(frames)
     expected = relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
-    assert writer.records == [(r.topic, r.key, r.value, r.id) for r in expected]
+    assert writer.records == expected
     assert writer.flushes == [len(expected)]
     assert pages  # the state pages were written before the summary
     assert len(summaries) == 1
@@ -284,7 +289,7 @@ def test_stage_r_takes_a_batch_s_genesis_first_and_its_blocks_last() -> None:
     from streaming.operators import feed_order
 
     names = ["blocks", "upward", "genesis", "extrinsics", "horizontal"]
-    rows = [KafkaRow(f"polkadot.{name}", partition, offset, None, b"")
+    rows = [ConsumerRecord(f"polkadot.{name}", partition, offset, None, b"")
             for name in names for partition in (1, 0) for offset in (5, 2)]
     random.Random(7).shuffle(rows)
     ordered = sorted(rows, key=feed_order)
@@ -304,8 +309,8 @@ def test_the_operators_module_loads_no_signing_library() -> None:
     assert shown.strip() == "[]"
 
 
-def _rows(*topics: str) -> list[OutRow]:
-    return [OutRow(topic, b"k", bytes(10 * (i + 1)), f"id/{i}".encode()) for i, topic in enumerate(topics)]
+def _rows(*topics: str) -> list[ProducerRecord]:
+    return [_record(topic, b"k", bytes(10 * (i + 1)), f"id/{i}") for i, topic in enumerate(topics)]
 
 
 def test_seam_records_wait_for_the_end_of_the_batch_in_their_order() -> None:
@@ -322,4 +327,4 @@ def test_seam_records_go_out_once_they_pass_the_hold() -> None:
     out = list(seam_last(chunks, hold_bytes=25))
     # 10 bytes held after the first chunk; the second brings 10 + 20 more, past 25: all 40 go out with it
     assert out == [[chunks[0][1]], [chunks[0][0], *chunks[1]], chunks[2]]
-    assert sorted(r.id for chunk in out for r in chunk) == sorted(r.id for chunk in chunks for r in chunk)
+    assert sorted(str(r.id) for chunk in out for r in chunk) == sorted(str(r.id) for chunk in chunks for r in chunk)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from producers.readers.realm_watch import PovUse, RealmFacts, TailReadError
-from producers.transport.kafka_io import ConsumedRecord
+from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.stall import WaitingStatus
 from settings.settings import Settings
 from streaming.metrics import JobMetrics
@@ -103,8 +103,8 @@ def test_a_stalled_realm_is_named_first_from_the_endpoint_with_the_command_that_
     assert not any(line.startswith(("STALLED", "waiting")) for line in render(moved))
 
 
-def health(offset: int, body: dict[str, object], key: bytes = b"r", timestamp: int = 1_790_000_000_000) -> ConsumedRecord:
-    return ConsumedRecord("r.health", 0, offset, key, json.dumps({"realm": "r", **body}).encode(), (),
+def health(offset: int, body: dict[str, object], key: bytes = b"r", timestamp: int = 1_790_000_000_000) -> ConsumerRecord:
+    return ConsumerRecord("r.health", 0, offset, key, json.dumps({"realm": "r", **body}).encode(), (),
                           timestamp + offset * 1000)
 
 

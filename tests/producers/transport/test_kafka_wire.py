@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.transport.kafka_io import ConsumedRecord, ProducedRecord, output_line, route_event_log
+from producers.transport.kafka_io import route_event_log
+from pubsub_core.stages.edge import ConsumerRecord, ProducerRecord, output_line, to_kafka
 from producers.transport.topics import (
-    INGEST_RECORD_CAP,
-    MAX_MESSAGE_BYTES,
-    RECORD_OVERHEAD,
     TopicError,
     TopicKind,
     consumer_config,
@@ -22,7 +20,8 @@ from producers.transport.topics import (
     topic_config,
 )
 from pubsub_core.simulator import Simulator
-from pubsub_core.stages import LineRouter, OutputRecord, ProtocolConfig
+from pubsub_core.stages import LineParser, OutputRecord, ProtocolConfig
+from pubsub_core.stages.limits import MAX_INPUT_BYTES, MAX_MESSAGE_BYTES, RECORD_OVERHEAD
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -32,24 +31,24 @@ class FakeSettings:
         return {"bootstrap.servers": "127.0.0.1:9"}
 
 
-def consumed(record: ProducedRecord) -> ConsumedRecord:
+def consumed(record: ProducerRecord) -> ConsumerRecord:
     """What a consumer gets back for a produced record."""
-    return ConsumedRecord(record.topic, 0, 0, record.key, record.value, record.headers)
+    return ConsumerRecord(record.topic, 0, 0, record.key, record.value, record.headers)
 
 
 def test_an_output_record_survives_the_wire_byte_for_byte() -> None:
     outputs = _simulate((EXAMPLES / "minimal.jsonl").read_text().splitlines())
     assert len(outputs) > 10
     for output in outputs:
-        wire = ProducedRecord.from_output(output)
+        wire = to_kafka(output)
         assert wire.key == output.key.encode() and wire.headers == (("id", output.id.encode()),)
         assert output_line(consumed(wire)) == output.to_line()
 
 
 def test_a_record_without_id_header_or_json_value_is_printed_not_refused() -> None:
-    bare = ConsumedRecord("r.updates", 0, 3, None, b"not json", ())
+    bare = ConsumerRecord("r.updates", 0, 3, None, b"not json", ())
     assert json.loads(output_line(bare)) == {"id": None, "key": None, "topic": "r.updates", "value": "not json"}
-    binary = ConsumedRecord("r.updates", 1, 4, b"\xff", None, (("other", b"x"), ("id", b"a")))
+    binary = ConsumerRecord("r.updates", 1, 4, b"\xff", None, (("other", b"x"), ("id", b"a")))
     assert json.loads(output_line(binary)) == {"id": "a", "key": "\ufffd", "topic": "r.updates", "value": None}
     raw = json.loads(binary.to_json())
     assert (raw["partition"], raw["offset"], raw["id"]) == (1, 4, "a")
@@ -59,18 +58,18 @@ def test_routing_numbers_lines_per_topic_and_skips_blank_lines() -> None:
     lines = [b'{"topic":"r.upward","key":"1","value":{"a":1}}\n', b"\n", b"  \r\n",
              b'{"topic":"r.blocks","key":"author","value":"{\\"b\\": 2}"}\r\n',
              b'{"topic":"r.upward","key":"2","value":{"a":2}}']
-    routed = list(route_event_log(lines, LineRouter("r")))
+    routed = list(route_event_log(lines, LineParser("r")))
     assert routed == [
-        (ProducedRecord("r.upward", b"1", b'{"a":1}'), 0),
-        (ProducedRecord("r.blocks", b"author", b'{"b": 2}'), 0),
-        (ProducedRecord("r.upward", b"2", b'{"a":2}'), 1),
+        (ProducerRecord("r.upward", b"1", b'{"a":1}'), 0),
+        (ProducerRecord("r.blocks", b"author", b'{"b": 2}'), 0),
+        (ProducerRecord("r.upward", b"2", b'{"a":2}'), 1),
     ]
 
 
 def test_unroutable_lines_give_the_simulators_rejections() -> None:
     lines = ['{"topic": "r.upward", ', '{"key": "k", "value": 1}', '{"topic": "r.nope", "key": "k", "value": 1}',
              '[1, 2]', '{"topic": "r.nope", "key": 5, "value": 1}']  # the last: a key must be text
-    got = [item for item in route_event_log([line.encode() for line in lines], LineRouter("r"))
+    got = [item for item in route_event_log([line.encode() for line in lines], LineParser("r"))
            if isinstance(item, OutputRecord)]
     simulator = Simulator(ProtocolConfig(default_realm="r"))
     expected = [o for line in lines for o in simulator.feed_line(line) if o.id.startswith("ingest/")]
@@ -80,7 +79,7 @@ def test_unroutable_lines_give_the_simulators_rejections() -> None:
 
 def test_a_line_that_is_not_utf8_is_refused_and_named_by_its_line_number() -> None:
     lines = [b"not json", b"\n", b'{"topic":"r.upward","key":"\xff","value":"a"}', b"[]"]
-    got = list(route_event_log(lines, LineRouter("r")))
+    got = list(route_event_log(lines, LineParser("r")))
     rejected = [item for item in got if isinstance(item, OutputRecord)]
     assert len(rejected) == len(got) == 3
     assert [o.id for o in rejected] == ["ingest/line-1", "ingest/line-3", "ingest/line-4"]  # the blank line 2 counts
@@ -107,7 +106,7 @@ def test_input_topics_keep_everything_and_have_one_partition() -> None:
 
 
 def test_the_ceiling_leaves_room_for_a_capped_record_and_its_json() -> None:
-    assert MAX_MESSAGE_BYTES >= 2 * INGEST_RECORD_CAP
+    assert MAX_MESSAGE_BYTES >= 2 * MAX_INPUT_BYTES
     limit = 10_000
     assert record_fits(b"k", b"v" * (limit - RECORD_OVERHEAD - 1), (), limit)
     assert not record_fits(b"k", b"v" * (limit - RECORD_OVERHEAD), (), limit)

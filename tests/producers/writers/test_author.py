@@ -24,8 +24,8 @@ from producers.workload import LogBuilder, WorkloadSpec, generate, signer
 from pubsub_core.envelope import KeyRegistry, Topic
 from pubsub_core.relay import BlockHeader, Genesis, InputRecord, canonical_json
 from pubsub_core.simulator import simulate
-from pubsub_core.stages import GenesisRecord, LineRouter
-from pubsub_core.stages.ingest import Routed
+from pubsub_core.stages import GenesisRecord, LineParser
+from pubsub_core.stages.edge import ProducerRecord
 from tests.simulator.properties import check_outcomes
 
 REALM = "polkadot"
@@ -33,7 +33,7 @@ AUTHOR = signer("author")
 COLLATOR = signer("collator/1000")
 
 
-def routed(line: str, router: LineRouter) -> tuple[Routed, int]:
+def routed(line: str, router: LineParser) -> tuple[ProducerRecord, int]:
     result = router.route(line)
     assert not hasattr(result, "id"), f"unroutable line {line[:80]}"
     assert isinstance(result, tuple)
@@ -55,7 +55,7 @@ class Author:
         self.inclusion = Inclusion(REALM, registry)
         self.chain = ChainState(REALM, registry)
         self.limits = limits or AuthorLimits()
-        self.router = LineRouter(REALM)
+        self.router = LineParser(REALM)
         self.refusals: list[str | None] = []
 
     def feed(self, lines: Iterable[str]) -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from producers.readers.export import export_line, interleave
 from producers.readers.follow import SeenWindow, short_hex, short_value, update_row
-from producers.transport.kafka_io import ConsumedRecord
 from producers.writers.author import AuthorLimits, Inclusion
 from producers.writers.author_state import AuthorSnapshot
+from pubsub_core.stages.edge import ConsumerRecord
 from producers.writers.live import (LiveRateError, LiveSource, LiveSpec, Pacer, Pacing, ResumePoint, resume_point,
                             snapshot_resume_point)
 from producers.workload import WorkloadSpec, signer
@@ -64,8 +64,8 @@ def test_live_records_with_blocks_give_updates_and_no_rejection() -> None:
     assert kinds["rejected"] == 0 and kinds["seals"] == 4 and kinds["updates"] > 0
 
 
-def _consumed(topic: str, origin: str, record: InputRecord, offset: int, timestamp: int | None = None) -> ConsumedRecord:
-    return ConsumedRecord(topic, 0, offset, origin.encode(), canonical_json(record.to_json()).encode(),
+def _consumed(topic: str, origin: str, record: InputRecord, offset: int, timestamp: int | None = None) -> ConsumerRecord:
+    return ConsumerRecord(topic, 0, offset, origin.encode(), canonical_json(record.to_json()).encode(),
                           timestamp=timestamp)
 
 
@@ -110,7 +110,7 @@ def test_an_update_row_is_short_and_readable() -> None:
 
 def test_export_lines_keep_the_bytes_produce_will_send() -> None:
     def line(value: bytes | None, key: bytes | None = b"2000") -> tuple[dict[str, object], bool]:
-        text, lossy = export_line(ConsumedRecord("r.upward", 0, 0, key, value))
+        text, lossy = export_line(ConsumerRecord("r.upward", 0, 0, key, value))
         return json.loads(text), lossy
 
     assert line(b'{"a":1}') == ({"topic": "r.upward", "key": "2000", "value": {"a": 1}}, False)
@@ -122,8 +122,8 @@ def test_export_lines_keep_the_bytes_produce_will_send() -> None:
 
 
 def test_export_interleaves_by_timestamp_then_topic_then_offset_and_keeps_each_topic_in_order() -> None:
-    def rec(stream: str, offset: int, timestamp: int) -> ConsumedRecord:
-        return ConsumedRecord(f"r.{stream}", 0, offset, None, b"{}", timestamp=timestamp)
+    def rec(stream: str, offset: int, timestamp: int) -> ConsumerRecord:
+        return ConsumerRecord(f"r.{stream}", 0, offset, None, b"{}", timestamp=timestamp)
 
     blocks = [rec("blocks", 0, 5), rec("blocks", 1, 5)]
     upward = [rec("upward", 0, 5), rec("upward", 1, 9), rec("upward", 2, 1)]  # a late clock on offset 2
@@ -142,7 +142,7 @@ def test_resuming_from_the_authors_snapshot_gives_the_point_a_whole_history_give
     source.setup()
     key = source.cast.collators[1000]
     topic = "polkadot.upward"
-    records: list[ConsumedRecord] = []
+    records: list[ConsumerRecord] = []
     for i in range(6):
         genuine = source.log.publish(1000, key, [(bytes([i]) * 32, b"v", 0)])
         records.append(_consumed(topic, "1000", genuine, len(records)))
