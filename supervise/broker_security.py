@@ -25,13 +25,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from producers.transport.roles import ROLES, Role, bindings
+from settings.kafka_security import CREDENTIALS_VERSION, read_credentials
 
 __all__ = ["BROKER_CN", "MECHANISM", "SecureFiles", "acl_bindings", "make_secure_files", "role_users", "scram_arguments",
            "server_properties"]
 
 MECHANISM = "SCRAM-SHA-512"
 BROKER_CN = "pubsub-broker"
-CREDENTIALS_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,8 @@ class SecureFiles:
         return self.home / "credentials.json"
 
     def passwords(self) -> dict[str, str]:
-        """user -> password (``credentials.json``, format version 1)."""
-        body = json.loads(self.credentials.read_text())
-        if body.get("version") != CREDENTIALS_VERSION:
-            raise ValueError(f"{self.credentials}: credentials format {body.get('version')} is not {CREDENTIALS_VERSION}")
-        return {str(k): str(v) for k, v in body["users"].items()}
+        """user -> password (``credentials.json``)."""
+        return read_credentials(self.credentials)
 
     def pem(self, name: str) -> str:
         return (self.home / "tls" / name).read_text()

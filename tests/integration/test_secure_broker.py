@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from producers.client import Connection
 from producers.transport.kafka_io import read_outputs
 from pubsub_core.simulator import simulate
 from tests.support.paths import REPO_ROOT
@@ -90,3 +91,8 @@ def test_each_role_under_its_own_principal_and_the_broker_refuses_the_others(
     assert got == expected and expected
     following = _pubsub(as_consumer, "consume", "--topic", "polkadot.updates")
     assert following.returncode == 0 and sorted(following.stdout.splitlines()) == expected
+    # the client API finds the broker's CA and the consumer's login as the commands do
+    connection = Connection.from_environment(environ=as_consumer)
+    assert (connection.security_protocol, connection.sasl_username, connection.ssl_ca_file) == (
+        "SASL_SSL", "consumer", home / "tls" / "ca.pem")
+    assert sorted(read_outputs(connection, ["polkadot.updates"])) == expected
