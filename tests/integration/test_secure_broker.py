@@ -22,7 +22,8 @@ from pubsub_core.simulator import simulate
 from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from streaming.job import run_job
-from supervise.kafka_broker import BrokerInfo, EmbeddedKafka, embedded_settings
+from supervise.kafka_broker import BrokerInfo, embedded_settings
+from supervise.verify import check_outputs
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -89,6 +90,10 @@ def test_each_role_under_its_own_principal_and_the_broker_refuses_the_others(
     got = sorted(read_outputs(consumer, ["polkadot.updates"]))
     expected = sorted(r.to_line() for r in simulate(lines) if r.topic == "polkadot.updates")
     assert got == expected and expected
+    operator = embedded_settings(Settings(), info, home)  # may read every output topic
+    result = check_outputs(lines, operator, ["polkadot"])
+    assert not [t for t in result.topics if not t.ok], result.topics
+    assert sum(t.matched for t in result.topics) == sum(t.expected for t in result.topics) > 0
     following = _pubsub(as_consumer, "consume", "--topic", "polkadot.updates")
     assert following.returncode == 0 and sorted(following.stdout.splitlines()) == expected
     # the client API finds the broker's CA and the consumer's login as the commands do
