@@ -34,7 +34,7 @@ from pubsub_core.subscriber import Update
 from pubsub_core.xcm import Publish as PublishInstruction
 from pubsub_core.xcm import Xcm, encode_versioned_xcm
 from pubsub_core.xcm.types import MAX_PUBLISH_VALUE_LENGTH
-from settings.kafka_security import SECURITY_PROTOCOLS, KafkaSecurity, KafkaSecurityError
+from settings.kafka_security import SECURITY_PROTOCOLS, KafkaSecurity, KafkaSecurityError, read_credentials
 from settings.paths import runtime_folder
 
 __all__ = [
@@ -183,9 +183,17 @@ class Connection:
         """``bootstrap``, else ``$PUBSUB_KAFKA_BOOTSTRAP``, else the running embedded broker; security settings from
         ``PUBSUB_KAFKA_SECURITY_PROTOCOL`` and ``PUBSUB_KAFKA_SASL_*``. ``NoKafkaError`` when none is found."""
         env = os.environ if environ is None else environ
-        found = bootstrap or env.get("PUBSUB_KAFKA_BOOTSTRAP") or embedded_broker_bootstrap(env)
+        found = bootstrap or env.get("PUBSUB_KAFKA_BOOTSTRAP")
         if not found:
-            raise NoKafkaError()
+            found = embedded_broker_bootstrap(env)
+            if not found:
+                raise NoKafkaError()
+            home = runtime_folder(env) / "kafka"
+            if (home / "credentials.json").exists() and "SASL_SSL://" in _read(home / "server.properties"):
+                # a secured embedded broker: its CA, and the login of $PUBSUB_KAFKA_SASL_USERNAME (else operator)
+                user = env.get("PUBSUB_KAFKA_SASL_USERNAME") or "operator"
+                password = env.get("PUBSUB_KAFKA_SASL_PASSWORD") or read_credentials(home / "credentials.json").get(user)
+                return cls(found, "SASL_SSL", "SCRAM-SHA-512", user, password, home / "tls" / "ca.pem")
         files = {name: Path(env[f"PUBSUB_KAFKA_{name.upper()}"]) if env.get(f"PUBSUB_KAFKA_{name.upper()}") else None
                  for name in ("ssl_ca_file", "ssl_cert_file", "ssl_key_file")}
         check = env.get("PUBSUB_KAFKA_SSL_CHECK_HOSTNAME", "true").strip().lower() not in ("false", "0", "no")
@@ -193,6 +201,13 @@ class Connection:
                    env.get("PUBSUB_KAFKA_SASL_MECHANISM") or None, env.get("PUBSUB_KAFKA_SASL_USERNAME") or None,
                    env.get("PUBSUB_KAFKA_SASL_PASSWORD") or None, files["ssl_ca_file"], files["ssl_cert_file"],
                    files["ssl_key_file"], env.get("PUBSUB_KAFKA_SSL_KEY_PASSWORD") or None, check)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def embedded_broker_bootstrap(environ: Mapping[str, str]) -> str | None:

@@ -12,12 +12,14 @@ needs none of them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from settings.errors import SetupError
 
-__all__ = ["SASL_MECHANISMS", "SECURITY_PROTOCOLS", "KafkaSecurity", "KafkaSecurityError"]
+__all__ = ["CREDENTIALS_VERSION", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "KafkaSecurity", "KafkaSecurityError",
+           "read_credentials"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -120,3 +122,17 @@ class KafkaSecurity:
                 if self.key_password:
                     config["ssl.key.password"] = self.key_password
         return config
+
+
+CREDENTIALS_VERSION = 1
+"""The format of a secured embedded broker's ``credentials.json``: ``{"version": 1, "mechanism", "users": {user:
+password}}`` (written by ``supervise.broker_security``)."""
+
+
+def read_credentials(path: Path) -> dict[str, str]:
+    """user -> password of a secured embedded broker; ``KafkaSecurityError`` for another format version."""
+    body = json.loads(path.read_text())
+    if body.get("version") != CREDENTIALS_VERSION:
+        raise KafkaSecurityError("sasl_password", f"{path}: credentials format {body.get('version')!r} is not "
+                                                  f"{CREDENTIALS_VERSION}")
+    return {str(k): str(v) for k, v in body["users"].items()}

@@ -10,6 +10,7 @@ to the embedded broker, on its kept data, when none is configured. Commands that
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -23,14 +24,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from producers.transport.topics import create_topics as generic_topics
-from producers.transport.topics import admin_client, is_serving
+from producers.transport.topics import admin_client, is_serving, principal
 from settings.errors import JarsMissingError
 from settings.paths import jvm_lib_dir, runtime_dir
-from settings.settings import JIT_JAVA_OPTIONS, Settings
+from settings.settings import JIT_JAVA_OPTIONS, Secret, Settings
+from supervise.broker_security import (
+    MECHANISM,
+    SecureFiles,
+    acl_bindings,
+    make_secure_files,
+    role_users,
+    scram_arguments,
+    server_properties,
+)
 from supervise.errors import BrokerError, BrokerStartError, tail
 
-__all__ = ["BrokerInfo", "EmbeddedKafka", "connect_kafka", "create_topics", "delete_topics", "ensure_kafka", "free_port",
-           "free_ports"]
+__all__ = ["BrokerInfo", "EmbeddedKafka", "connect_kafka", "create_topics", "delete_topics", "embedded_settings",
+           "ensure_kafka", "free_port", "free_ports"]
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -95,10 +105,33 @@ class BrokerInfo:
     data_dir: str
     host: str = "127.0.0.1"
     """The address the broker listens on and advertises."""
+    secure: bool = False
+    """A SASL_SSL listener with SCRAM users and ACLs (``pubsub broker start --secure``); its CA and credentials
+    are in the broker's folder (``supervise.broker_security``)."""
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+def embedded_settings(settings: Settings, info: BrokerInfo, home: Path) -> Settings:
+    """``settings`` pointed at the embedded broker ``info``; for a secured one, with its CA and SCRAM login: the
+    user ``settings`` name (``kafka_sasl_username``, e.g. ``job``, ``author``, ``collator-2000``; default
+    ``operator``) and, unless given, its password from the broker's credentials."""
+    settings = settings.with_bootstrap(info.bootstrap)
+    if not info.secure:
+        return settings
+    files = SecureFiles(home)
+    user = settings.kafka_sasl_username or "operator"
+    password = settings.kafka_sasl_password
+    if password is None:
+        known = files.passwords()
+        if user not in known:
+            raise BrokerError(f"the secured embedded broker has no user {user!r} (it has {', '.join(sorted(known))})")
+        password = Secret(known[user])
+    return dataclasses.replace(settings, kafka_security_protocol="SASL_SSL", kafka_sasl_mechanism=MECHANISM,
+                               kafka_sasl_username=user, kafka_sasl_password=password,
+                               kafka_ssl_ca_file=files.ca)
 
 
 class EmbeddedKafka:
@@ -106,11 +139,16 @@ class EmbeddedKafka:
     ``host`` instead when given: an address of this machine that other hosts, e.g. a network namespace, reach)."""
 
     def __init__(self, home: Path | None = None, heap: str = "512m", start_timeout: float = 90.0,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", secure: bool = False, realms: tuple[str, ...] = ("polkadot",),
+                 paras: tuple[int, ...] = ()) -> None:
         self.home = home or runtime_dir() / "kafka"
         self.host = host
         self.heap = heap
         self.start_timeout = start_timeout
+        self.secure = secure
+        """Start a secured broker (SASL_SSL, SCRAM, ACLs for the roles on ``realms``, collators of ``paras``)."""
+        self.realms = realms
+        self.paras = paras
         self.started_here = False
         """True when start() launched a new process (rather than reusing a running broker)."""
 
@@ -128,9 +166,17 @@ class EmbeddedKafka:
             info = BrokerInfo(**json.loads(self._state_file.read_text()))
         except (OSError, ValueError, TypeError):
             return None
-        if _pid_alive(info.pid) and is_serving(info.bootstrap):
+        if _pid_alive(info.pid) and is_serving(info.bootstrap, extra=self._client(info)):
             return info
         return None
+
+    def _client(self, info: BrokerInfo) -> dict[str, str]:
+        """The operator's client properties for ``info`` (nothing for a plaintext broker)."""
+        if not info.secure:
+            return {}
+        config = embedded_settings(Settings(), info, self.home).kafka_client_config()
+        config.pop("bootstrap.servers")
+        return config
 
     def start(self, keep_data: bool = False) -> BrokerInfo:
         """Reuse the recorded broker if it serves, else start a new one on free ports and wait until it serves.
@@ -148,17 +194,27 @@ class EmbeddedKafka:
         java = shutil.which("java") or "java"
         base = [java, "-Xms" + self.heap, "-Xmx" + self.heap, "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}", "-cp", classpath]
-        if keep_data and (data_dir / "meta.properties").exists() and config.exists():
+        fresh = not (keep_data and (data_dir / "meta.properties").exists() and config.exists())
+        if not fresh:
             port, controller_port = self._recorded_ports(config)
+            secure = "SASL_SSL://" in config.read_text()
         else:
+            secure = self.secure
             port, controller_port = free_ports(2)
             shutil.rmtree(data_dir, ignore_errors=True)
             data_dir.mkdir(parents=True)
-            config = self._write_config(port, controller_port, data_dir)
+            extra: dict[str, str] = {}
+            scram: list[str] = []
+            if secure:
+                users = sorted({role.user(para) for role, para in role_users(self.paras)})
+                files = make_secure_files(self.home, users, self.host)
+                extra = server_properties(files, self.host, port, controller_port)
+                scram = scram_arguments(files)
+            config = self._write_config(port, controller_port, data_dir, extra)
             cluster_id = self._random_uuid(base)
             formatted = subprocess.run(
                 [*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
-                 "--ignore-formatted"],
+                 "--ignore-formatted", *scram],
                 capture_output=True, text=True, check=False,
             )
             if formatted.returncode != 0:
@@ -171,7 +227,7 @@ class EmbeddedKafka:
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
         info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port, data_dir=str(data_dir),
-                          host=self.host)
+                          host=self.host, secure=secure)
         self._state_file.write_text(json.dumps(info.__dict__))
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
@@ -180,8 +236,10 @@ class EmbeddedKafka:
                     f"the broker process exited with code {process.returncode}",
                     self.home / "broker.out", tail(self.home / "broker.out") + "\n" + tail(self.log_path),
                 )
-            if is_serving(info.bootstrap, timeout=2.0):
+            if is_serving(info.bootstrap, timeout=2.0, extra=self._client(info)):
                 self.started_here = True
+                if secure and fresh:
+                    self._grant(info)
                 return info
             time.sleep(0.5)
         self._terminate(process.pid)
@@ -205,12 +263,29 @@ class EmbeddedKafka:
         return True
 
     # -- internals ----------------------------------------------------------------------------
+    def _grant(self, info: BrokerInfo) -> None:
+        """Create the roles' ACLs on the realms (as the operator, a super user)."""
+        from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+        kinds = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
+                 "transactional-id": ResourceType.TRANSACTIONAL_ID, "cluster": ResourceType.BROKER}
+        operations = {"Read": AclOperation.READ, "Write": AclOperation.WRITE, "Describe": AclOperation.DESCRIBE,
+                      "Create": AclOperation.CREATE, "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS,
+                      "All": AclOperation.ALL}
+        acls = [AclBinding(kinds[resource], name, ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL,
+                           principal, "*", operations[operation], AclPermissionType.ALLOW)
+                for resource, name, prefixed, principal, operation in acl_bindings(self.realms, self.paras)]
+        admin = admin_client(embedded_settings(Settings(), info, self.home))
+        for future in admin.create_acls(acls, request_timeout=30).values():
+            future.result()
+
     @staticmethod
     def _recorded_ports(config: Path) -> tuple[int, int]:
         """The (broker, controller) ports of a written server.properties."""
         props = dict(line.split("=", 1) for line in config.read_text().splitlines() if "=" in line)
         listeners = dict(item.split("://", 1) for item in props["listeners"].split(","))
-        return int(listeners["PLAINTEXT"].rsplit(":", 1)[1]), int(listeners["CONTROLLER"].rsplit(":", 1)[1])
+        client = listeners.get("PLAINTEXT") or listeners["SASL_SSL"]
+        return int(client.rsplit(":", 1)[1]), int(listeners["CONTROLLER"].rsplit(":", 1)[1])
 
     def _classpath(self) -> str:
         folder = jvm_lib_dir("kafka")
@@ -224,7 +299,7 @@ class EmbeddedKafka:
             raise BrokerStartError("StorageTool random-uuid failed", self.log_path, done.stderr)
         return done.stdout.strip().splitlines()[-1]
 
-    def _write_config(self, port: int, controller_port: int, data_dir: Path) -> Path:
+    def _write_config(self, port: int, controller_port: int, data_dir: Path, extra: dict[str, str]) -> Path:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "log4j2.properties").write_text(LOG4J2_PROPERTIES.format(log=self.log_path))
         props = {
@@ -248,6 +323,7 @@ class EmbeddedKafka:
             "auto.create.topics.enable": "false",
             "log.retention.hours": "-1",
             "log.retention.check.interval.ms": "5000",  # a topic given a short retention.ms expires within seconds
+            **extra,
         }
         path = self.home / "server.properties"
         path.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
@@ -282,21 +358,25 @@ def ensure_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> tup
         return connect_kafka(settings), None
     broker = broker or EmbeddedKafka()
     info = broker.start(keep_data=True)
-    return settings.with_bootstrap(info.bootstrap), broker
+    return embedded_settings(settings, info, broker.home), broker
 
 
 def connect_kafka(settings: Settings, broker: EmbeddedKafka | None = None) -> Settings:
     """Settings pointing at a cluster that serves now, never starting one: what read-only commands call. A
     ``BrokerError`` says what to run when neither the configured cluster nor an embedded broker answers."""
     if settings.kafka_bootstrap is not None:
-        if not is_serving(settings.kafka_bootstrap, timeout=10.0, extra=settings.kafka_client_config()):
-            raise BrokerError(f"the configured Kafka cluster at {settings.kafka_bootstrap} does not answer")
+        config = settings.kafka_client_config()
+        if not is_serving(settings.kafka_bootstrap, timeout=10.0, extra=config):
+            raise BrokerError(f"the configured Kafka cluster at {settings.kafka_bootstrap} does not answer "
+                              f"{principal(config)} over {config['security.protocol']} (a broker that wants TLS or "
+                              "a login refuses such a client: see docs/operations.md, \"Securing Kafka\")")
         return settings
-    info = (broker or EmbeddedKafka()).status()
+    broker = broker or EmbeddedKafka()
+    info = broker.status()
     if info is None:
         raise BrokerError("no Kafka broker is running: start one with `pubsub broker start` "
                           "(or name a cluster with --bootstrap or PUBSUB_KAFKA_BOOTSTRAP)")
-    return settings.with_bootstrap(info.bootstrap)
+    return embedded_settings(settings, info, broker.home)
 
 
 def create_topics(settings: Settings, topics: Iterable[str], partitions: int | None = None) -> None:

@@ -28,19 +28,35 @@ def register(subparsers: Any) -> None:
     parser.add_argument("action", choices=("start", "stop", "status"), help="what to do")
     parser.add_argument("--fresh", action="store_true",
                         help="with start: wipe the data a stopped broker left and start empty, on new ports")
+    parser.add_argument("--secure", action="store_true",
+                        help="with a fresh start: a SASL_SSL listener (a CA and certificate made in its folder), SCRAM "
+                             "users per role and ACLs (docs/operations.md, 'Securing Kafka'); commands then log in as "
+                             "operator, or as $PUBSUB_KAFKA_SASL_USERNAME")
+    parser.add_argument("--realm", action="append", metavar="NAME",
+                        help="with --secure: a realm whose topics get the roles' ACLs (repeatable; default: polkadot)")
+    parser.add_argument("--para", type=int, action="append", metavar="N",
+                        help="with --secure: a para whose collator gets a user, collator-N (repeatable)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    broker = EmbeddedKafka()
+    broker = EmbeddedKafka(secure=args.secure, realms=tuple(args.realm or ("polkadot",)), paras=tuple(args.para or ()))
     if args.fresh and args.action != "start":
         raise UsageError("--fresh goes with `pubsub broker start`")
+    if (args.secure or args.realm or args.para) and args.action != "start":
+        raise UsageError("--secure, --realm and --para go with `pubsub broker start`")
     if args.action == "start":
         if args.fresh and broker.status() is not None:
             raise UsageError("--fresh wipes a stopped broker's data: run `pubsub broker stop` first")
         info = broker.start(keep_data=not args.fresh)
         verb = "started" if broker.started_here else "already running"
+        if args.secure and not info.secure:
+            raise UsageError("the embedded broker's data is a plaintext broker's: `pubsub broker start --fresh --secure` "
+                             "makes a secured one (after `pubsub broker stop`)")
         console.print(f"Kafka broker {verb}: bootstrap [bold]{info.bootstrap}[/] (pid {info.pid}, data {info.data_dir})")
+        if info.secure:
+            console.print(f"Secured: SASL_SSL with SCRAM-SHA-512; CA {broker.home / 'tls' / 'ca.pem'}, users and "
+                          f"passwords in {broker.home / 'credentials.json'} (mode 0600)")
         console.print(f"Point other shells at it with: export PUBSUB_KAFKA_BOOTSTRAP={info.bootstrap}")
         print(info.bootstrap)
         return 0

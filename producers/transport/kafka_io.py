@@ -17,7 +17,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafka
 
 from producers.errors import ProducerError
 from producers.interrupts import ctrl_c
-from producers.transport.topics import Settings, consumer_config, producer_config, with_logger
+from producers.transport.topics import Settings, consumer_config, producer_config, refusal, with_logger
 from pubsub_core.stages import LineParser, OutputRecord
 from pubsub_core.stages.edge import ConsumerRecord, ProducerRecord, output_line
 from pubsub_core.stages.limits import MAX_MESSAGE_BYTES
@@ -136,6 +136,8 @@ def send(
     if remaining:
         raise KafkaIOError("*", f"{remaining} records not delivered after {timeout:.0f}s")
     if failures:
+        if (refused := refusal(settings, "Write", *failures[0])) is not None:
+            raise refused
         raise KafkaIOError(failures[0][0], f"{len(failures)} deliveries failed, first: {failures[0][1]}")
     return report
 
@@ -240,7 +242,12 @@ def scan_topic(
     consumer = Consumer(with_logger(consumer_config(settings, group or f"pubsub-reader-{uuid.uuid4().hex[:8]}")))
     positions: dict[int, int] = {}
     try:
-        marks = _watermarks(consumer, topic, timeout)
+        try:
+            marks = _watermarks(consumer, topic, timeout)
+        except KafkaIOError as exc:
+            if (refused := refusal(settings, "Read", topic, exc.reason)) is not None:
+                raise refused from exc
+            raise
         if partitions is not None:
             wanted = set(partitions)
             unknown = wanted - set(marks)
@@ -268,6 +275,8 @@ def scan_topic(
             error = msg.error()
             partition, at = msg.partition(), msg.offset()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                if (refused := refusal(settings, "Read", topic, error.str())) is not None:
+                    raise refused
                 raise KafkaIOError(topic, error.str())
             if partition is None or at is None:
                 raise KafkaIOError(topic, "a fetched message has no partition or offset")

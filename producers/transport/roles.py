@@ -57,21 +57,24 @@ def _topics(names: tuple[str, ...], operations: tuple[str, ...]) -> tuple[Grant,
 _WRITE = ("Write", "Describe")
 _READ = ("Read", "Describe")
 _GROUP = Grant("group", CONSUMER_GROUPS, ("Read",), prefixed=True)
+_SEE = Grant("topic", "{realm}.", ("Describe", "DescribeConfigs"), prefixed=True)
+"""Every role sees the realm's topics and their limits (metadata, not records): a client checks the topics it
+uses exist before it writes, and the broker then refuses what its role may not do, by name."""
 
 ROLES: tuple[Role, ...] = (
     Role("collator", "collator-{para}", "a para's collator: sends its signed upward and horizontal messages",
-         _topics(("upward", "horizontal"), _WRITE)),
+         (_SEE, *_topics(("upward", "horizontal"), _WRITE))),
     Role("governance", "governance", "root and the realm's governance: the genesis and signed extrinsics",
-         _topics(("genesis", "extrinsics"), _WRITE)),
+         (_SEE, *_topics(("genesis", "extrinsics"), _WRITE))),
     Role("author", "author", "the block author: reads the inputs, writes blocks and void orders in transactions",
-         (*_topics(tuple(i for i in INPUTS if i != "blocks"), _READ), *_topics(("blocks",), ("Read", *_WRITE)),
+         (_SEE, *_topics(tuple(i for i in INPUTS if i != "blocks"), _READ), *_topics(("blocks",), ("Read", *_WRITE)),
           Grant("transactional-id", "pubsub-author-{realm}", _WRITE), _GROUP)),
     Role("job", "job", "the Spark job: reads the inputs and the seam, writes the outputs and the seam",
-         (*_topics(INPUTS, _READ), *_topics((*OUTPUTS, VIEWS), ("Read", "Write", "Describe", "Create",
+         (_SEE, *_topics(INPUTS, _READ), *_topics((*OUTPUTS, VIEWS), ("Read", "Write", "Describe", "Create",
                                                                  "DescribeConfigs")),
           _GROUP, Grant("group", SPARK_GROUPS, ("Read",), prefixed=True))),
     Role("consumer", "consumer", "an application following the realm's updates (and its health)",
-         (*_topics(("updates", "health"), _READ), _GROUP)),
+         (_SEE, *_topics(("updates", "health"), _READ), _GROUP)),
     Role("operator", "operator", "the operator: creates, configures and deletes the realm's topics, reads all",
          (Grant("topic", "{realm}.", ("All",), prefixed=True), _GROUP, Grant("cluster", "kafka-cluster",
                                                                               ("Describe",)))),

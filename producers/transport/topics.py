@@ -93,6 +93,37 @@ class TopicError(ProducerError):
         self.reason = reason
 
 
+class KafkaRefused(ProducerError):
+    """The broker's ACLs refused an operation: names the principal, the operation and the topic."""
+
+    def __init__(self, principal: str, operation: str, topic: str, code: str) -> None:
+        super().__init__(f"Kafka refused {principal} {operation} on topic {topic} ({code})")
+        self.principal = principal
+        self.operation = operation
+        self.topic = topic
+        self.code = code
+
+
+_REFUSALS = ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+             "CLUSTER_AUTHORIZATION_FAILED")
+
+
+def principal(config: Mapping[str, str]) -> str:
+    """Who a client logs in as: ``User:<SASL user>``, else ``User:ANONYMOUS`` (a client certificate's DN is the
+    broker's to map)."""
+    user = config.get("sasl.username") if str(config.get("security.protocol", "")).startswith("SASL_") else None
+    return f"User:{user}" if user else "User:ANONYMOUS"
+
+
+def refusal(settings: Settings, operation: str, topic: str, error: object) -> KafkaRefused | None:
+    """``KafkaRefused`` if ``error`` (a KafkaError, KafkaException or its text) is an authorization failure."""
+    text = str(error)
+    for code in _REFUSALS:
+        if code in text or (code == _REFUSALS[0] and "topic authorization failed" in text.lower()):
+            return KafkaRefused(principal(settings.kafka_client_config()), operation, topic, code)
+    return None
+
+
 class TopicKind(Enum):
     """What a topic holds, which decides its configs."""
 
@@ -176,6 +207,8 @@ def ensure_topics(settings: Settings, specs: Iterable[TopicSpec], admin: AdminCl
                 try:
                     future.result(timeout=_ADMIN_TIMEOUT)
                 except KafkaException as exc:
+                    if (refused := refusal(settings, "Create", name, exc)) is not None:
+                        raise refused from exc
                     if "TOPIC_ALREADY_EXISTS" not in str(exc):
                         raise TopicError(name, f"could not create it: {exc}") from exc
         _await_leaders(admin, list(wanted))

@@ -1,6 +1,7 @@
 """Roles as ACLs: the one definition renders the docs' table (docs/operations.md, "Securing Kafka") and the
 ``kafka-acls.sh`` commands `pubsub topics acls` prints; nobody but the author writes blocks, nobody but the job
-writes outputs or the seam, a collator writes only its message topics, a consumer only reads."""
+writes outputs or the seam, a collator writes only its message topics, a consumer only reads (every role sees the
+realm's topics' metadata)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ def test_who_writes_each_topic() -> None:
     assert _writers("polkadot", "blocks") == {"author", "operator"}
     assert _writers("polkadot", "upward") == {"collator", "operator"}
     assert _writers("polkadot", "updates") == _writers("polkadot", "relay-views") == {"job", "operator"}
-    assert not [b for b in bindings("polkadot", role("consumer")) if b[4] not in ("Read", "Describe")]
+    assert not [b for b in bindings("polkadot", role("consumer")) if b[4] not in ("Read", "Describe", "DescribeConfigs")]
+    reads = {topic for resource, topic, _, _, op in bindings("polkadot", role("consumer"))
+             if resource == "topic" and op == "Read"}
+    assert reads == {"polkadot.updates", "polkadot.health"}
     assert bindings("polkadot", role("collator"), 2000)[0][3] == "User:collator-2000"
 
 
@@ -41,4 +45,4 @@ def test_pubsub_topics_acls_prints_the_commands() -> None:
     assert ("kafka-acls.sh --bootstrap-server k1:9094 --command-config admin.properties --add --allow-principal "
             "User:author --operation Read --operation Write --operation Describe --topic 'kusama.blocks'"
             in done.stdout.splitlines())
-    assert sum("User:collator-200" in line for line in done.stdout.splitlines()) == 4
+    assert sum("User:collator-200" in line for line in done.stdout.splitlines()) == 6  # 2 paras x 3 grants
