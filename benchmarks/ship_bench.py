@@ -57,12 +57,13 @@ def _site(venv: Path) -> Path:
 
 
 def _project_zip(venv: Path, target: Path) -> Path:
-    """The project's packages as installed in ``venv``, zipped for ``--py-files`` (sources only)."""
+    """The project's packages as installed in ``venv``, zipped for ``--py-files`` (sources only: no compiled modules,
+    which zipimport cannot load, and no jars, which Spark gets through ``spark.jars``)."""
     site = _site(venv)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for package in PROJECT:
             for path in sorted((site / package).rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".so", ".jar"):
                     archive.write(path, path.relative_to(site))
     return target
 
@@ -76,17 +77,17 @@ def _pack(venv: Path, env: dict[str, str]) -> tuple[Path, float]:
 
 
 def _run_job(venv: Path, mode: str, settings: Settings, realms: list[str], scratch: Path, env: dict[str, str],
-             project_zip: Path) -> dict[str, float]:
+             project_zip: Path, run: int) -> dict[str, float]:
     argv = [str(venv / "bin" / "pubsub"), "job", "--master", settings.spark_master, "--bootstrap",
             str(settings.kafka_bootstrap), *[a for realm in realms for a in ("--realm", realm)],
-            "--checkpoint", str(scratch / f"checkpoint-{mode}"), "--available-now",
+            "--checkpoint", str(scratch / f"checkpoint-{mode}-{run}"), "--available-now",
             "--ship", "archive" if mode == "archive" else "shared"]
     run_env = dict(env)
     if mode == "py-files":
         run_env["PYSPARK_SUBMIT_ARGS"] = f"--py-files {project_zip} pyspark-shell"
     started = time.monotonic()
     first_batch: float | None = None
-    log = scratch / f"job-{mode}.log"
+    log = scratch / f"job-{mode}-{run}.log"
     with open(log, "w") as out:
         process = subprocess.Popen(argv, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    cwd=scratch)
@@ -128,10 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         cluster = StandaloneCluster(scratch / "cluster", spark_home=_site(venv) / "pyspark")
         settings = dataclasses.replace(settings, spark_master=cluster.start())
         runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
-        for _ in range(args.runs):
+        for run in range(args.runs):
             for mode in MODES:
                 realms = produce_log(lines, settings, reset_topics=True)  # fresh outputs: each run its own seam key
-                figures = _run_job(venv, mode, settings, realms, scratch, env, project_zip)
+                figures = _run_job(venv, mode, settings, realms, scratch, env, project_zip, run)
                 result = check_outputs(lines, settings, realms)
                 figures["equal_to_simulator"] = float(result.ok)
                 runs[mode].append(figures)

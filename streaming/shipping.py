@@ -17,8 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from streaming.errors import ShippingError
 from settings.paths import runtime_dir
+from streaming.errors import ShippingError
 
 __all__ = ["ARCHIVE_ALIAS", "EXCLUDED", "EXECUTOR_PYTHON", "driver_folder", "editable_install", "environment_key",
            "pack_environment", "shipping_conf", "wants_archive"]

@@ -8,14 +8,16 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tomllib
 from pathlib import Path
 
 from tests.support.paths import REPO_ROOT
 
 __all__ = ["BASE_PYTHON", "build_wheel", "install", "run", "site_packages", "user_env"]
 
-SOURCES = ("pubsub_core", "state", "streaming", "producers", "supervise", "cli", "jvm", "examples",
-           "pyproject.toml", "setup.py", "README.md", "MANIFEST.in", "Makefile")
+PACKAGES = tuple(name.rstrip("*") for name in
+                 tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"])
+SOURCES = (*PACKAGES, "jvm", "examples", "pyproject.toml", "setup.py", "README.md", "MANIFEST.in", "Makefile")
 """What a clean clone holds of the package (settings/jars, a link to jvm/lib here, is copied as the jars)."""
 LEFT_BEHIND = shutil.ignore_patterns("__pycache__", "*.so", "native_build.txt", "lib", "test-lib", "target",
                                      ".fetched")
