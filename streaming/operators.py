@@ -104,9 +104,9 @@ class OutRow(NamedTuple):
     """One record as Kafka takes it: topic, key, value (canonical JSON; a seam record's bytes) and the ``id``
     header, each encoded once where the record is made.
 
-    A named tuple, not a frozen dataclass: Stage R makes about 27,000 of these per 100 blocks on the standard
-    workload, and made, bounded and encoded for the writer they took 0.20 s as frozen dataclasses of strings, 0.11 s
-    as this (51,312 records of the log, both stages)."""
+    A named tuple, not a frozen dataclass: Stage R makes tens of thousands of these per hundred blocks, and a
+    named tuple is made, bounded and encoded for the writer in about half the time (docs/benchmarks.md,
+    "Measured code choices")."""
 
     topic: str
     key: bytes
