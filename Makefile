@@ -53,6 +53,10 @@ $(PY):
 # Dependencies first, without compiling; then the compiled build in place, with the venv's own pinned mypy.
 $(PY_STAMP): pyproject.toml | $(PY)
 	PUBSUB_PURE_PYTHON_BUILD=1 $(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# That install drops the compiled build's manifest; an extension module left without it would load as if
+	@# current (`make check` runs without `make native`), so none is left. `make native` builds them again.
+	find pubsub_core state -name '*.so' -delete
+	rm -f pubsub_native__mypyc*.so
 	touch $@
 
 # mypyc: the protocol's modules as C extensions beside their sources (setup.py says which and why), about
@@ -107,7 +111,7 @@ typecheck: setup
 # The inner loop: lint, strict mypy, then the tests without Kafka, Spark or a cluster and without the few slow
 # ones (marker `slow`), on the protocol's source (PUBSUB_PURE_PYTHON=1): no broker, no Spark session, no compiled
 # build to redo after an edit, so tests/native (the builds themselves) is left out too. `make test` runs them all.
-check: $(PY_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR)
+check: $(PY_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR) $(JARS_LINK)
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	PUBSUB_PURE_PYTHON=1 $(PY) -m pytest tests -q -p no:cacheprovider --ignore=tests/native \
