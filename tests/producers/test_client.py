@@ -135,7 +135,7 @@ def test_without_a_broker_the_client_keeps_its_timeout_and_prints_nothing(call: 
     """No broker at the address: ``read(timeout=3)`` and ``follow_updates(idle_seconds=3)`` end with a typed error
     after about 3 s (not librdkafka's own 10 s), and Kafka's client library writes nothing to stderr (its log lines
     go to the ``producers.kafka`` logger). The bound is generous: what is measured is that the timeout is kept."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PUBSUB_")}, "PYTHONPATH": str(root)}
     done = subprocess.run([sys.executable, "-c", NO_BROKER, call], capture_output=True, text=True, env=env,
                           timeout=120, cwd=root)
@@ -154,5 +154,5 @@ def test_outputs_reads_all_six_output_kinds_by_default_as_the_docs_say() -> None
 
     assert inspect.signature(client.Client.outputs).parameters["kinds"].default == OUTPUTS
     assert "health" in OUTPUTS and len(OUTPUTS) == 6
-    api = " ".join((Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text().split())
+    api = " ".join((Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text().split())
     assert f"all six kinds: {', '.join(OUTPUTS)}" in api
