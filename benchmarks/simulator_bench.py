@@ -182,7 +182,7 @@ def run_tree(tree: Path, log: Path, profile: Path | None = None, tune_gc: bool =
 
 STAGE_CALLS = (
     "CPyPy_relay_stage___RelayStage___feed", "CPyPy_subscriber_stage___SubscriberStage___step",
-    "CPyPy_ingest___LineRouter___route", "CPyPy_ingest___ingest_record",
+    "CPyPy_ingest___LineParser___route", "CPyPy_ingest___ingest_record",
     "CPyPy_stages___records___OutputRecord___to_line", "CPyPy_relay_stage___RelayStage___finish",
 )
 """The compiled entry points (mypyc's wrapper symbols) whose instructions ``--instructions`` counts."""
