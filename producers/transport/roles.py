@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from producers.writers.author_state import AUTHOR_STATE
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, VIEWS
 
 __all__ = ["CONSUMER_GROUPS", "Grant", "ROLES", "Role", "acl_commands", "bindings", "markdown_table", "role"]
@@ -66,8 +67,10 @@ ROLES: tuple[Role, ...] = (
          (_SEE, *_topics(("upward", "horizontal"), _WRITE))),
     Role("governance", "governance", "root and the realm's governance: the genesis and signed extrinsics",
          (_SEE, *_topics(("genesis", "extrinsics"), _WRITE))),
-    Role("author", "author", "the block author: reads the inputs, writes blocks and void orders in transactions",
-         (_SEE, *_topics(tuple(i for i in INPUTS if i != "blocks"), _READ), *_topics(("blocks",), ("Read", *_WRITE)),
+    Role("author", "author", "the block author: reads the inputs, writes blocks and void orders in transactions, "
+                             "each with its snapshot",
+         (_SEE, *_topics(tuple(i for i in INPUTS if i != "blocks"), _READ),
+          *_topics(("blocks", AUTHOR_STATE), ("Read", *_WRITE)),
           Grant("transactional-id", "pubsub-author-{realm}", _WRITE), _GROUP)),
     Role("job", "job", "the Spark job: reads the inputs and the seam, writes the outputs and the seam",
          (_SEE, *_topics(INPUTS, _READ), *_topics((*OUTPUTS, VIEWS), ("Read", "Write", "Describe", "Create",
