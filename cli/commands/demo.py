@@ -10,7 +10,7 @@ import string
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -19,11 +19,23 @@ from cli.commands.common import console
 from cli.commands.demo_live import add_live_arguments, run_live_demo
 from cli.commands.verify import comparison_table
 
+if TYPE_CHECKING:
+    from producers.workload import WorkloadSpec
+
 DEMO_REALM = "demo"
 """The demo's realm: its topics (``demo.*``) are reset on every run; the job serves only this realm."""
 DEMO_MAX_POV = 3000
 """Relay blocks' max PoV size in the demo: small on purpose, so some blocks use up the subscribers' proof budget
 and continue from a cursor in the next block (result ``incomplete``)."""
+
+
+def demo_workload(seed: int = 9, blocks: int = 12, realm: str = DEMO_REALM) -> WorkloadSpec:
+    """The demo's workload: a system and two registered publishers, three subscribers, TTLs that expire, a tenth
+    of bad records, small blocks (``DEMO_MAX_POV``); the secured broker's test runs it too."""
+    from producers.workload import WorkloadSpec
+
+    return WorkloadSpec(seed=seed, blocks=blocks, publishers=2, system_publishers=1, subscribers=3, bad_records=0.1,
+                        ttl_mix=((0, 0.6), (3, 0.4)), quiet_blocks=4, max_pov_size=DEMO_MAX_POV, realm=realm)
 
 
 def register(subparsers: Any) -> None:
@@ -59,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.live:
         return run_live_demo(args)
     from producers.transport.kafka_io import read_outputs
-    from producers.workload import WorkloadSpec, generate
+    from producers.workload import generate
     from pubsub_core.stages.topics import topic
     from settings.paths import runtime_dir
     from settings.settings import load_settings
@@ -67,9 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from supervise.verify import verify_log
 
     started = time.monotonic()
-    spec = WorkloadSpec(seed=args.seed, blocks=args.blocks, publishers=2, system_publishers=1, subscribers=3,
-                        bad_records=0.1, ttl_mix=((0, 0.6), (3, 0.4)), quiet_blocks=4, max_pov_size=DEMO_MAX_POV,
-                        realm=DEMO_REALM)
+    spec = demo_workload(args.seed, args.blocks)
     counts: Counter[str] = Counter()
     lines = [line.encode() for block in generate(spec, counts) for line in block]
     checkpoint = runtime_dir() / "checkpoints" / "demo"

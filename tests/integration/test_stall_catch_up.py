@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from cli.commands.demo import demo_workload
 from producers.transport.kafka_io import produce, read_topic
-from producers.workload import WorkloadSpec, generate
+from producers.workload import generate
 from streaming.job import BatchReport, run_job
 from settings.settings import Settings
 from supervise.verify import check_outputs, fresh_topics
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-SPEC = WorkloadSpec(seed=9, blocks=12, publishers=2, system_publishers=1, subscribers=3, bad_records=0.1,
-                    ttl_mix=((0, 0.6), (3, 0.4)), quiet_blocks=4, max_pov_size=3000, realm="behind")
+SPEC = demo_workload(realm="behind")
 """The demo's workload (`pubsub demo`), in its own realm."""
 
 
