@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -99,14 +100,16 @@ def test_each_role_under_its_own_principal_and_the_broker_refuses_the_others(
     # block by block, as the demo's workload was written: each sender produces what it sent before the block, then
     # the author, as `author`, reads it and writes the block (resuming from its snapshot), the demo's small PoV size
     as_author = {**env, "PUBSUB_KAFKA_SASL_USERNAME": "author", "PUBSUB_AUTHOR_KEY": WORKLOAD_AUTHOR_SEED.hex()}
+    def produce(number: int, user: str, lines: list[bytes]) -> None:
+        sent = tmp_path / f"{number}-{user}.jsonl"
+        sent.write_bytes(b"".join(line + b"\n" for line in lines))
+        produced = _pubsub({**env, "PUBSUB_KAFKA_SASL_USERNAME": user}, "produce", "--event-log", str(sent), "--strict")
+        assert produced.returncode == 0, (user, produced.stderr)
+
     for number, segment in enumerate(SEGMENTS, start=1):
-        for user, lines in _by_principal(segment).items():
-            sent = tmp_path / f"{number}-{user}.jsonl"
-            sent.write_bytes(b"".join(line + b"\n" for line in lines))
-            produced = _pubsub({**env, "PUBSUB_KAFKA_SASL_USERNAME": user}, "produce", "--event-log", str(sent),
-                               "--strict")
-            assert produced.returncode == 0, (user, produced.stderr)
-        authored = _pubsub(as_author, "author", "--realm", REALM, "--once", "--max-pov-size",
+        with ThreadPoolExecutor() as senders:  # the senders of a block's records at once, as they would be
+            list(senders.map(lambda sent: produce(number, *sent), _by_principal(segment).items()))
+        authored = _pubsub(as_author, "author", "--realm", REALM, "--once", "--block-time", "0", "--max-pov-size",
                            str(demo_workload().max_pov_size), "--genesis-timeout", "30")
         assert authored.returncode == 0 and len(authored.stdout.splitlines()) == 1, authored.stderr
     heights = len(SEGMENTS)
