@@ -16,6 +16,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PY_STAMP := $(VENV)/.installed
 JAR_STAMP := jvm/lib/.fetched
+TEST_JAR_STAMP := jvm/test-lib/.fetched
 NATIVE_STAMP := build/.native
 PROTOCOL_SOURCES := setup.py $(shell find pubsub_core state -name '*.py' 2>/dev/null)
 POMS := jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-kafka/pom.xml
@@ -25,10 +26,11 @@ PYTEST_ARGS ?=
 JARS_LINK := settings/jars
 export PUBSUB_RUNTIME_DIR ?= $(CURDIR)/.runtime
 
-.PHONY: setup native demo test check lint typecheck broker-stop clean-runtime check-tools dist
+.PHONY: setup test-jars native demo test check lint typecheck broker-stop clean-runtime check-tools dist
 
 setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR) $(JARS_LINK)
 native: $(NATIVE_STAMP)
+test-jars: $(TEST_JAR_STAMP)
 
 # Java 17+ and Maven come from the distribution, and Prometheus (the metrics test scrapes the live job with it;
 # the package's own service, which would listen on every interface, is disabled); installed here only when
@@ -72,6 +74,13 @@ $(JAR_STAMP): $(POMS)
 	mvn -B -q -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies
 	touch $@
 
+# Test-only jars, never in the wheel: Hadoop's minicluster (a NameNode and a DataNode in one JVM) for the test of
+# a checkpoint on HDFS (tests/integration/test_hdfs_checkpoint.py).
+$(TEST_JAR_STAMP): jvm/pom.xml jvm/hdfs-minicluster/pom.xml
+	rm -rf jvm/test-lib/hdfs-minicluster
+	mvn -B -q -Dstyle.color=never -f jvm/hdfs-minicluster/pom.xml dependency:copy-dependencies
+	touch $@
+
 # Hadoop's local file system without a chmod process per file (jvm/local-fs says why), compiled against the
 # Hadoop API jar of the pinned pyspark.
 $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(PY_STAMP)
@@ -98,7 +107,7 @@ demo: setup
 
 # The whole suite on the compiled build, then the protocol's tests again on the pure-Python source
 # (PUBSUB_PURE_PYTHON=1), so both builds are held to the same tests; tests/native checks they agree.
-test: setup
+test: setup $(TEST_JAR_STAMP)
 	$(PY) -m pytest tests -q -ra --durations=10 -p no:cacheprovider $(PYTEST_ARGS)
 	PUBSUB_PURE_PYTHON=1 $(PY) -m pytest tests -q -ra -p no:cacheprovider --ignore=tests/integration $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory typecheck

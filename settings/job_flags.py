@@ -37,7 +37,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-jit", choices=JIT_MODES,
                         help="how Spark's JVMs compile: c1 (quick compiler only, the default: least CPU on few cores) "
                              "or tiered (the JVM's default, C1 then C2) ($PUBSUB_SPARK_JIT)")
-    parser.add_argument("--checkpoint", type=Path, metavar="DIR", help="checkpoint folder (default: checkpoints/pipeline in the runtime folder: $PUBSUB_RUNTIME_DIR, else ~/.local/share/rfc0160-pubsub)")
+    parser.add_argument("--checkpoint", metavar="DIR|URI", help="checkpoint folder, or a Hadoop URI: hdfs://host:port/path (default: checkpoints/pipeline in the runtime folder: $PUBSUB_RUNTIME_DIR, else ~/.local/share/rfc0160-pubsub)")
     parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
     parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 1)")
     parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many records per batch and query")

@@ -19,6 +19,7 @@ from typing import Any
 
 from settings.kafka_security import KafkaSecurity, KafkaSecurityError
 from pubsub_core.stages.config import Seam
+from settings.checkpoint_location import CheckpointLocation, checkpoint_location
 from settings.errors import SettingsError
 from settings.paths import runtime_dir
 
@@ -94,8 +95,9 @@ class Settings:
     shuffle_partitions: int = 2
     trigger_seconds: float = 1.0
     max_offsets_per_trigger: int | None = None
-    checkpoint_dir: Path = field(default_factory=lambda: runtime_dir() / "checkpoints" / "pipeline")
-    """The job's checkpoints: ``relay/`` (Stage R) and ``subscribers/`` (Stage S) restart independently."""
+    checkpoint_dir: CheckpointLocation = field(default_factory=lambda: runtime_dir() / "checkpoints" / "pipeline")
+    """The job's checkpoints: ``relay/`` (Stage R) and ``subscribers/`` (Stage S) restart independently. A plain
+    path or ``file:`` URI is a local folder; ``hdfs://``, ``s3a://``... a folder on that Hadoop file system."""
     realms: str | None = None
     """Comma-separated realms the job serves; None: every realm whose topics exist or appear later."""
     views_partitions: int = 2
@@ -216,7 +218,9 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
             return None
         if name in ("kafka_sasl_password", "kafka_ssl_key_password", "seam_key"):
             return raw if isinstance(raw, Secret) else Secret(str(raw))
-        if name in ("checkpoint_dir", "protocol_config", "kafka_ssl_ca_file", "kafka_ssl_cert_file",
+        if name == "checkpoint_dir":
+            return checkpoint_location(raw)
+        if name in ("protocol_config", "kafka_ssl_ca_file", "kafka_ssl_cert_file",
                     "kafka_ssl_key_file"):
             return Path(raw)
         if "bool" in str(kind):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pubsub_core.errors import PubSubError
+from settings.checkpoint_location import CheckpointLocation
 
 __all__ = [
     "CheckpointDiskFull",
@@ -44,7 +45,7 @@ class CheckpointDiskFull(StreamingError):
     """The disk holding the checkpoint is full: the micro-batch being written is not committed, so a restart
     after freeing space re-runs it from the last committed batch."""
 
-    def __init__(self, checkpoint: Path, free_bytes: int | None) -> None:
+    def __init__(self, checkpoint: CheckpointLocation, free_bytes: int | None) -> None:
         free = "unknown" if free_bytes is None else f"{free_bytes:,} bytes"
         super().__init__(
             f"the disk holding the checkpoint {checkpoint} is full (No space left on device; free: {free}). The "
@@ -57,7 +58,7 @@ class CheckpointDiskFull(StreamingError):
 class CheckpointUnreadable(StreamingError):
     """A checkpoint file the job reads before Spark does could not be parsed; names the file and why."""
 
-    def __init__(self, path: Path, reason: str) -> None:
+    def __init__(self, path: CheckpointLocation, reason: str) -> None:
         super().__init__(f"cannot read the checkpoint file {path}: {reason}")
         self.path = path
         self.reason = reason

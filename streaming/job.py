@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,12 @@ from producers.transport.topics import TopicError, admin_client, ensure_realm_to
 from pubsub_core.stages.records import OutputRecord
 from pubsub_core.stages.stall import Declared, WaitingStatus, declare
 from settings.job_flags import add_job_arguments, settings_from_args
+from settings.checkpoint_location import CheckpointLocation
 from settings.paths import runtime_dir
 from settings.protocol import load_protocol_config
 from settings.settings import Settings
 from state.native import build_name
+from streaming.checkpoint_files import space_used
 from streaming.descriptors import DescriptorUse, DescriptorWatch
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
 from streaming.health import declared_stalls, health_publisher
@@ -325,11 +328,13 @@ def run_job(
     realms = _realms_now(settings, admin)
     ensure_outputs(settings, realms, admin)
     config = load_protocol_config(settings.protocol_config, settings.seam)
-    key = seam_key(settings)
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
+    key = seam_key(settings, spark)
     started = time.monotonic()
     summary = JobSummary()
-    metrics = JobMetrics(settings) if settings.metrics_port is not None else None
+    location = settings.checkpoint_dir
+    size = None if isinstance(location, Path) else partial(space_used, spark, location)
+    metrics = JobMetrics(settings, checkpoint_size=size) if settings.metrics_port is not None else None
     jvm = jvm_pid(spark)
     if metrics is not None:
         url = metrics.start()
@@ -492,7 +497,7 @@ def _shortened(line: str, limit: int) -> str:
     return f"{line[:keep]}...{line[-keep:]}"
 
 
-def disk_full(checkpoint: Path, texts: Sequence[str]) -> CheckpointDiskFull | None:
+def disk_full(checkpoint: CheckpointLocation, texts: Sequence[str]) -> CheckpointDiskFull | None:
     """``CheckpointDiskFull`` if a failed query (``texts``: its ``cause_chain``) comes from a full checkpoint disk:
     "No space left on device" somewhere in its Java cause chain, or less than 1 MiB free where the checkpoint lives.
     Spark's own message names only the state store commit that failed."""
@@ -502,8 +507,11 @@ def disk_full(checkpoint: Path, texts: Sequence[str]) -> CheckpointDiskFull | No
     return None
 
 
-def free_bytes(checkpoint: Path) -> int | None:
-    """Bytes free to us on the disk that holds (or will hold) ``checkpoint``; None if it cannot be read."""
+def free_bytes(checkpoint: CheckpointLocation) -> int | None:
+    """Bytes free to us on the disk that holds (or will hold) ``checkpoint``; None if it cannot be read or is not
+    a local disk (a Hadoop file system reports a full store in the failed query's cause chain)."""
+    if not isinstance(checkpoint, Path):
+        return None
     folder = checkpoint
     while not folder.exists() and folder.parent != folder:
         folder = folder.parent
@@ -529,7 +537,7 @@ class _StallWatch:
     STALL_SECONDS = 30.0
     DISK_RESERVE = 4 * 2**20
 
-    def __init__(self, checkpoint: Path) -> None:
+    def __init__(self, checkpoint: CheckpointLocation) -> None:
         self.checkpoint = checkpoint
         self.last_change: dict[str, tuple[int | None, float]] = {}
         self.active_since: dict[str, float] = {}

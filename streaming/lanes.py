@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from settings.checkpoint_location import CheckpointLocation, HadoopPath
+from streaming.checkpoint_files import list_names, read_text
 from streaming.errors import CheckpointUnreadable
 
 if TYPE_CHECKING:
@@ -43,22 +45,33 @@ def lane_column(partitions: int) -> Column:
     return F.expr(f"array_position({hits}, true) - 1").cast("int")
 
 
-def recorded_partitions(checkpoint: Path) -> int | None:
+def recorded_partitions(checkpoint: CheckpointLocation, spark: SparkSession | None = None) -> int | None:
     """The shuffle partitions a query's checkpoint recorded in its newest offset log entry; None before its first
-    batch (no checkpoint, or no entry yet)."""
+    batch (no checkpoint, or no entry yet). A checkpoint on a Hadoop file system is read through ``spark``'s."""
     offsets = checkpoint / "offsets"
-    batches = [int(p.name) for p in offsets.iterdir() if p.name.isdigit()] if offsets.is_dir() else []
+    if isinstance(offsets, Path):
+        names = [p.name for p in offsets.iterdir()] if offsets.is_dir() else []
+    else:
+        names = list_names(_session(spark, offsets), offsets)
+    batches = [int(name) for name in names if name.isdigit()]
     if not batches:
         return None
     path = offsets / str(max(batches))
     try:
-        metadata = json.loads(path.read_text().splitlines()[1])
+        text = path.read_text() if isinstance(path, Path) else read_text(_session(spark, path), path) or ""
+        metadata = json.loads(text.splitlines()[1])
         return int(metadata["conf"][SHUFFLE_PARTITIONS])
     except (OSError, IndexError, ValueError, TypeError, KeyError) as exc:
         raise CheckpointUnreadable(path, f"no {SHUFFLE_PARTITIONS} in its metadata: {type(exc).__name__}") from exc
 
 
-def stateful_partitions(spark: SparkSession, checkpoint: Path) -> int:
+def _session(spark: SparkSession | None, location: HadoopPath) -> SparkSession:
+    if spark is None:
+        raise CheckpointUnreadable(location, "a checkpoint on a Hadoop file system is read through a Spark session")
+    return spark
+
+
+def stateful_partitions(spark: SparkSession, checkpoint: CheckpointLocation) -> int:
     """The partitions of a query's state: the checkpoint's (``recorded_partitions``), else the session's."""
-    recorded = recorded_partitions(checkpoint)
+    recorded = recorded_partitions(checkpoint, spark)
     return recorded if recorded is not None else int(spark.conf.get(SHUFFLE_PARTITIONS) or 200)

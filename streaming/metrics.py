@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +72,12 @@ def partition_lag(sources: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int],
 class JobMetrics:
     """The gauges of one running job and the HTTP server that exposes them (``start``/``close``)."""
 
-    def __init__(self, settings: Settings, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, settings: Settings, registry: CollectorRegistry | None = None,
+                 checkpoint_size: Callable[[], int] | None = None) -> None:
+        """``checkpoint_size``: how to measure the checkpoint; None: ``checkpoint_bytes`` of a local one (a
+        checkpoint on a Hadoop file system needs the session's: ``streaming.checkpoint_files.space_used``)."""
         self.settings = settings
+        self.checkpoint_size = checkpoint_size
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.relay_height = Gauge("pubsub_relay_height", "Newest block Stage R sealed", ["realm"], registry=r)
@@ -273,6 +277,13 @@ class JobMetrics:
     def _measure_checkpoint(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            self.checkpoint.set(checkpoint_bytes(self.settings.checkpoint_dir))
+            location = self.settings.checkpoint_dir
+            if self.checkpoint_size is not None:
+                try:
+                    self.checkpoint.set(self.checkpoint_size())
+                except Exception:  # noqa: BLE001 - the file system (or the session, at shutdown) away: next time
+                    pass
+            elif isinstance(location, Path):
+                self.checkpoint.set(checkpoint_bytes(location))
             took = time.monotonic() - started
             self._stop.wait(max(CHECKPOINT_EVERY_SECONDS, 100 * took))

@@ -17,7 +17,6 @@ import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pubsub_core.stages import ProtocolConfig
@@ -32,7 +31,10 @@ from pubsub_core.stages.topics import (
     realm_of,
     realm_pattern,
 )
+from settings.checkpoint_location import CheckpointLocation, HadoopPath
 from settings.settings import Settings
+from streaming.checkpoint_files import create_private, read_text
+from streaming.errors import CheckpointUnreadable
 from streaming.lanes import lane_column, stateful_partitions
 from streaming.record_writer import writer_config
 
@@ -71,10 +73,18 @@ class QueryNames:
     subscribers: str = "pubsub-subscribers"
 
 
-def seam_key(settings: Settings) -> bytes:
-    """The seam MAC key: from the settings, else made once and kept beside the checkpoints (mode 0600)."""
+def seam_key(settings: Settings, spark: SparkSession) -> bytes:
+    """The seam MAC key: from the settings, else made once and kept beside the checkpoints (mode 0600), through
+    the session's Hadoop FileSystem when the checkpoints are not local."""
     if settings.seam_key is not None:
         return settings.seam_key.reveal().encode()
+    if isinstance(settings.checkpoint_dir, HadoopPath):
+        remote = settings.checkpoint_dir / "seam.key"
+        create_private(spark, remote, secrets.token_hex(32))
+        text = read_text(spark, remote)
+        if text is None:
+            raise CheckpointUnreadable(remote, "the seam key file vanished after it was written")
+        return text.strip().encode()
     path = settings.checkpoint_dir / "seam.key"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +121,7 @@ def _observed(summary: DataFrame, name: str) -> DataFrame:
     return summary.observe(name, *counts, heights, waiting, by_topic)
 
 
-def _writer(summary: DataFrame, checkpoint: Path, name: str, settings: Settings,
+def _writer(summary: DataFrame, checkpoint: CheckpointLocation, name: str, settings: Settings,
             available_now: bool) -> DataStreamWriter:
     """The query, ready to start: the records are already in Kafka (the operators write them), so the summaries go
     to the no-op sink once ``_observed`` has counted them."""

@@ -30,8 +30,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metrics-url", metavar="URL",
                         help="a running job's endpoint (default: http://METRICS_HOST:METRICS_PORT/metrics when "
                              "$PUBSUB_METRICS_PORT or the settings file sets the port)")
-    parser.add_argument("--checkpoint", type=Path, metavar="DIR",
-                        help="the job's checkpoint folder, for the lag without a running job "
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="the job's checkpoint folder (local), for the lag without a running job "
                              "(default: the settings' checkpoint_dir)")
     parser.set_defaults(func=run)
 
@@ -58,8 +58,12 @@ def run(args: argparse.Namespace) -> int:
                 raise StatusUnavailable("Kafka", "no --bootstrap given and no embedded broker is running "
                                                  "(start one with `pubsub broker start`)")
             settings = settings.with_bootstrap(running.bootstrap)
-        checkpoint = settings.checkpoint_dir if settings.checkpoint_dir.exists() else None
-        status = from_topics(settings, realm, checkpoint)
+        checkpoint = settings.checkpoint_dir
+        if not isinstance(checkpoint, Path):
+            console.print(f"the checkpoint {checkpoint} is not local: `pubsub status` reads a local one only "
+                          "(the running job's --metrics-url has the lag); no lag shown")
+        status = from_topics(settings, realm, checkpoint if isinstance(checkpoint, Path) and checkpoint.exists()
+                             else None)
     for line in render(status, args.bootstrap):
         print(line)
     return 0
