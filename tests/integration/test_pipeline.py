@@ -25,6 +25,7 @@ from producers.transport.kafka_io import produce, wait_for_sizes
 from producers.workload import WorkloadSpec, generate
 from pubsub_core.simulator import Simulator
 from tests.support.paths import REPO_ROOT
+from settings.checkpoint_location import CheckpointLocation
 from settings.protocol import load_protocol_config
 from settings.settings import Settings
 from streaming.job import run_job
@@ -103,7 +104,7 @@ def test_views_in_four_partitions_equal_the_simulator(kafka_settings: Settings, 
     assert_equal(verify_log(lines, settings, reset_topics=True, checkpoint=tmp_path / "checkpoint"))
 
 
-def _job(settings: Settings, checkpoint: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _job(settings: Settings, checkpoint: CheckpointLocation, log: Path, *extra: str) -> subprocess.Popen[bytes]:
     """`python -m streaming.job` in its own process group (so a SIGKILL takes its JVM too)."""
     args = [sys.executable, "-m", "streaming.job", "--bootstrap", str(settings.kafka_bootstrap), "--checkpoint",
             str(checkpoint), "--trigger-seconds", "0.5", "--max-offsets-per-trigger", "8", *extra]
