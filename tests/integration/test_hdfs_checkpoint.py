@@ -3,7 +3,8 @@ of the system's choosing, in the test's own folder); the job runs with ``--check
 mid-stream and resumes from that checkpoint with another shuffle-partition setting (so Stage S's lanes must come
 from the checkpoint's recorded partitions, read on HDFS): every output equals the simulator. Then the files are
 where the URI says, checked with Hadoop's own shell: the seam key (mode 0600) and the offsets on HDFS, nothing in a
-local ``hdfs:`` folder, and the checkpoint size the metrics report equal to ``hdfs dfs -du``."""
+local ``hdfs:`` folder, the checkpoint size the metrics report equal to ``hdfs dfs -du``, and `pubsub status`
+saying in one line that it reads a local checkpoint only."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,9 +26,10 @@ import pytest
 from settings.checkpoint_location import HadoopPath
 from settings.settings import Settings
 from streaming.checkpoint_files import space_used
-from streaming.job import run_job
+from streaming.job import BatchReport, run_job
 from streaming.lanes import SHUFFLE_PARTITIONS, recorded_partitions
 from streaming.pipeline import seam_key
+from supervise.kafka_broker import free_port
 from supervise.verify import check_outputs, produce_log
 from tests.integration.test_pipeline import _job, assert_equal
 from tests.support.paths import REPO_ROOT
@@ -107,10 +111,18 @@ def test_a_job_sigkilled_mid_stream_resumes_from_its_checkpoint_on_hdfs(
         job.wait(30)
     assert recorded_partitions(checkpoint / "subscribers", spark) == kafka_settings.shuffle_partitions == 2
 
+    port = free_port()
     settings = dataclasses.replace(kafka_settings, checkpoint_dir=checkpoint, realms=",".join(realms),
-                                   shuffle_partitions=4)
-    try:
-        run_job(settings, available_now=True)  # in this process: the `spark` fixture's session, now 4 partitions
+                                   shuffle_partitions=4, metrics_port=port)
+    sizes: list[float] = []
+
+    def scrape(_: BatchReport) -> None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        sizes.extend(float(line.split()[1]) for line in text.splitlines() if line.startswith("pubsub_checkpoint_bytes "))
+
+    try:  # in this process: the `spark` fixture's session, now with 4 partitions
+        run_job(settings, available_now=True, on_batch=scrape)
         assert spark.conf.get(SHUFFLE_PARTITIONS) == "4"
     finally:
         spark.conf.set(SHUFFLE_PARTITIONS, str(kafka_settings.shuffle_partitions))
@@ -124,3 +136,13 @@ def test_a_job_sigkilled_mid_stream_resumes_from_its_checkpoint_on_hdfs(
     assert not (REPO_ROOT / "hdfs:").exists()
     du = minidfs.shell("-du", "-s", "/pubsub/checkpoint").split()
     assert space_used(spark, checkpoint) == int(du[1]) > 0
+    assert sizes and max(sizes) > 0  # the metric measured the checkpoint on HDFS while the job ran
+
+    status = subprocess.run([sys.executable, "-m", "cli.main", "status", "--realm", realms[0], "--bootstrap",
+                             str(kafka_settings.kafka_bootstrap), "--checkpoint", checkpoint.uri],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert status.returncode == 0, status.stderr[-3000:]
+    said = [line for line in status.stderr.splitlines() if checkpoint.uri in line]
+    assert len(said) == 1 and "reads a local one only" in said[0], status.stderr
+    assert "input lag" not in status.stdout and "relay height" in status.stdout.lower(), status.stdout
