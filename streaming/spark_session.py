@@ -14,13 +14,13 @@ What it fixes, and why (Spark's Structured Streaming guide, "transformWithState"
 - the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took more CPU
   than the job's own work; without them Spark's JVM used less CPU and live latency fell over the first minute,
   though not over three (docs/benchmarks.md, "Measured defaults", "The JVM's compiler").
-- checkpoint files through Hadoop's FileSystem API, not FileContext: the checkpoint folder is a local path
+- checkpoint files through Hadoop's FileSystem API, not FileContext: the checkpoint folder is usually a local path
   (``checkpoint_dir``), and FileContext's rename on the local file system starts a ``readlink`` process for
   each path it checks, four per checkpoint file written with its .crc (every offset, commit and state changelog
   file): with ``chmod`` for each file created, the Spark JVM started several processes per file, a few dozen a
   second in a live job (docs/benchmarks.md, "Measured code choices"). FileSystem's rename is one POSIX rename here,
   atomic as the checkpoint needs; the ``chmod`` stays (Hadoop sets a file's mode through a process when its native
-  library is absent).
+  library is absent). On HDFS (an ``hdfs://`` checkpoint) FileSystem's rename is the NameNode's, atomic too.
 - SPARK_HOME is a folder of links to the pyspark package's bin/, jars/ and sbin/ without its python/lib/ zips
   (``worker_spark_home``), so Python workers import pyspark compiled from site-packages, not from source in a zip.
 """
