@@ -49,21 +49,21 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _counts(title: str, name: str, unit: str, counts: dict[str, int]) -> Table:
+    """A two-column table of ``counts``, sorted by name."""
+    table = Table(title=title, show_edge=False)
+    table.add_column(name)
+    table.add_column(unit, justify="right")
+    for key, value in sorted(counts.items()):
+        table.add_row(key, str(value))
+    return table
+
+
 def print_tally(tally: Tally, bootstrap: str | None) -> None:
     """Records sent per topic and refusals per reason."""
-    table = Table(title="Records sent", show_edge=False)
-    table.add_column("topic")
-    table.add_column("records", justify="right")
-    for topic, records in sorted(tally.topics.items()):
-        table.add_row(topic, str(records))
-    console.print(table)
+    console.print(_counts("Records sent", "topic", "records", tally.topics))
     if tally.refusals:
-        refused = Table(title="Refused lines", show_edge=False)
-        refused.add_column("reason")
-        refused.add_column("lines", justify="right")
-        for reason, lines in sorted(tally.refusals.items()):
-            refused.add_row(reason, str(lines))
-        console.print(refused)
+        console.print(_counts("Refused lines", "reason", "lines", tally.refusals))
     console.print(f"Sent {count(sum(tally.topics.values()), 'record')} to {bootstrap}; "
                   f"{count(sum(tally.refusals.values()), 'line')} refused.")
 
