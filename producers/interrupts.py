@@ -5,8 +5,8 @@ Python raises ``KeyboardInterrupt`` wherever the main thread happens to be, and 
 a Ctrl-C that lands while a crypto object is freed would let a command run on to its end. The handler here also
 records the press, and the loop calls ``check`` at each step, so a dropped one is raised there; while the guard is
 on, a dropped ``KeyboardInterrupt`` is not printed, since it is not lost. Around a Kafka client call (whose C code
-can swallow an exception raised in a delivery callback) the press is only recorded, and raised when the call
-returns.
+can swallow an exception raised in a delivery callback) or the compiled protocol (whose mypyc runtime aborts the
+process on an unexpected failure) the press is only recorded, and raised when the call returns.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ class CtrlC:
 
     @contextmanager
     def deferring(self) -> Iterator[None]:
-        """Around a Kafka client call: a Ctrl-C during it is raised when it returns."""
+        """Around a call into C code (a Kafka client, the compiled protocol): a Ctrl-C during it is raised when it
+        returns."""
         self.deferred = True
         try:
             yield

@@ -101,9 +101,13 @@ def run(args: argparse.Namespace) -> int:
             for line, size in event_log_lines(source):
                 interrupt.check()
                 summary.inputs += not is_blank(line)
-                write(sink, simulator.feed_line(line), summary)
+                # A KeyboardInterrupt raised inside the compiled protocol would abort the process (mypyc takes the
+                # failed call for an out-of-memory error), so there Ctrl-C is recorded and raised after the line.
+                with interrupt.deferring():
+                    write(sink, simulator.feed_line(line), summary)
                 progress.update(task, advance=size, blocks=summary.blocks)
-            write(sink, simulator.finish(), summary)
+            with interrupt.deferring():
+                write(sink, simulator.finish(), summary)
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

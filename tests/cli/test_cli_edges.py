@@ -143,7 +143,7 @@ def test_ctrl_c_during_simulate_exits_130_and_writes_no_output(tmp_path: Path) -
     process.stdin.flush()  # the rest never comes: it is reading stdin when Ctrl-C arrives
     _interrupt_when(process, lambda: any(p.name.endswith(".partial") for p in tmp_path.iterdir()))
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130
+    assert process.returncode == 130, stderr.decode()[-3000:]
     err = stderr.decode()
     assert "Traceback" not in err and err.startswith("pubsub: interrupted after ") and "input lines" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl"]
