@@ -128,32 +128,18 @@ class QueueEntry:
 class RelayBook:
     """Stage R's bookkeeping in its StateTransaction (the ``relay.*`` namespaces of ``RELAY_STATE``)."""
 
-    GENESIS: Final = GENESIS
-    HELD: Final = HELD
-    HELD_COUNT: Final = HELD_COUNT
-    RECEIVED: Final = RECEIVED
-    BUFFER: Final = BUFFER
-    INCLUDED: Final = INCLUDED
-    WAITING: Final = WAITING
-    SUBSCRIPTIONS: Final = SUBSCRIPTIONS
-    LAST_VIEW: Final = LAST_VIEW
-    SENT_NODES: Final = SENT_NODES
-    HELD_SIZE: Final = HELD_SIZE
-    STALL: Final = STALL
-    VOIDS_QUEUED: Final = VOIDS_QUEUED
-
     def __init__(self, txn: StateTransaction) -> None:
         self.txn = txn
 
     def genesis(self) -> GenesisRecord | None:
-        raw = self.txn.get_value(self.GENESIS)
+        raw = self.txn.get_value(GENESIS)
         return None if raw is None else GenesisRecord.from_json(json.loads(raw))
 
     def set_genesis(self, genesis: GenesisRecord) -> None:
-        self.txn.set_value(self.GENESIS, canonical_json(genesis.to_json()).encode())
+        self.txn.set_value(GENESIS, canonical_json(genesis.to_json()).encode())
 
     def held_count(self) -> int:
-        raw = self.txn.get_value(self.HELD_COUNT)
+        raw = self.txn.get_value(HELD_COUNT)
         return 0 if raw is None else int.from_bytes(raw, "little")
 
     def hold(self, log: LogRecord) -> None:
@@ -161,75 +147,75 @@ class RelayBook:
         assert isinstance(log.value, InputRecord)
         number = self.held_count()
         body = {"stream": log.stream, "key": log.key, "offset": log.offset, "record": log.value.to_json()}
-        self.txn.put(self.HELD, number.to_bytes(8, "big"), canonical_json(body).encode())
-        self.txn.set_value(self.HELD_COUNT, (number + 1).to_bytes(8, "little"))
+        self.txn.put(HELD, number.to_bytes(8, "big"), canonical_json(body).encode())
+        self.txn.set_value(HELD_COUNT, (number + 1).to_bytes(8, "little"))
 
     def release(self, realm: str) -> list[LogRecord]:
         """Every held record, in arrival order, no longer held."""
         held = []
-        for number, raw in sorted(self.txn.items(self.HELD).items()):
+        for number, raw in sorted(self.txn.items(HELD).items()):
             body = json.loads(raw)
             held.append(LogRecord(realm, str(body["stream"]), str(body["key"]), int(body["offset"]),
                                   InputRecord.from_json(body["record"])))
-            self.txn.delete(self.HELD, number)
-        self.txn.set_value(self.HELD_COUNT, None)
+            self.txn.delete(HELD, number)
+        self.txn.set_value(HELD_COUNT, None)
         return held
 
     def received(self, stream: str, origin: str, sender: bytes) -> int | None:
         """The highest seqno of ``sender`` received in an authentic envelope on (stream, origin), if any."""
-        raw = self.txn.get(self.RECEIVED, _slot(stream, origin) + sender)
+        raw = self.txn.get(RECEIVED, _slot(stream, origin) + sender)
         return None if raw is None else int.from_bytes(raw, "little")
 
     def set_received(self, stream: str, origin: str, sender: bytes, seqno: int) -> None:
-        self.txn.put(self.RECEIVED, _slot(stream, origin) + sender, seqno.to_bytes(8, "little"))
+        self.txn.put(RECEIVED, _slot(stream, origin) + sender, seqno.to_bytes(8, "little"))
 
     def included(self, stream: str, origin: str) -> int:
-        raw = self.txn.get(self.INCLUDED, _slot(stream, origin))
+        raw = self.txn.get(INCLUDED, _slot(stream, origin))
         return -1 if raw is None else int.from_bytes(raw, "little")
 
     def set_included(self, stream: str, origin: str, position: int) -> None:
         if position > self.included(stream, origin):
-            self.txn.put(self.INCLUDED, _slot(stream, origin), position.to_bytes(8, "little"))
+            self.txn.put(INCLUDED, _slot(stream, origin), position.to_bytes(8, "little"))
 
     def buffered_at(self, stream: str, origin: str, position: int) -> InputRecord | None:
-        raw = self.txn.get(self.BUFFER, _buffer_key(stream, origin, position))
+        raw = self.txn.get(BUFFER, _buffer_key(stream, origin, position))
         return None if raw is None else _buffered_record(stream, origin, position, raw)
 
     def has_buffered(self, stream: str, origin: str, position: int) -> bool:
         """Whether a record is buffered at that position (``buffered_at`` without decoding it)."""
-        return self.txn.get(self.BUFFER, _buffer_key(stream, origin, position)) is not None
+        return self.txn.get(BUFFER, _buffer_key(stream, origin, position)) is not None
 
     def buffer(self, record: InputRecord) -> None:
-        self.txn.put(self.BUFFER, _buffer_key(record.stream, record.origin, record.position), ENVELOPE + record.value)
+        self.txn.put(BUFFER, _buffer_key(record.stream, record.origin, record.position), ENVELOPE + record.value)
         self._held(1, len(record.value))
 
     def unbuffer(self, record: InputRecord) -> None:
         """Drop a buffered record (``record`` is one ``buffered_at`` or ``buffered`` returned)."""
-        self.txn.delete(self.BUFFER, _buffer_key(record.stream, record.origin, record.position))
+        self.txn.delete(BUFFER, _buffer_key(record.stream, record.origin, record.position))
         self._held(-1, -len(record.value))
 
     def start_held_size(self) -> None:
-        self.txn.set_value(self.HELD_SIZE, bytes(16))
+        self.txn.set_value(HELD_SIZE, bytes(16))
 
     def _held(self, count: int, size: int) -> None:
         """Count a record or block in (or out of) what is held (kept from the genesis on: before it, records
         are held in ``HELD`` and nothing is buffered or queued)."""
-        raw = self.txn.get_value(self.HELD_SIZE)
+        raw = self.txn.get_value(HELD_SIZE)
         if raw is not None:
             count += int.from_bytes(raw[:8], "little")
             size += int.from_bytes(raw[8:], "little")
-            self.txn.set_value(self.HELD_SIZE, count.to_bytes(8, "little") + size.to_bytes(8, "little"))
+            self.txn.set_value(HELD_SIZE, count.to_bytes(8, "little") + size.to_bytes(8, "little"))
 
     def held_size(self) -> tuple[int, int]:
         """Records buffered and blocks queued, and their envelopes' bytes."""
-        raw = self.txn.get_value(self.HELD_SIZE)
+        raw = self.txn.get_value(HELD_SIZE)
         if raw is None:  # no genesis yet: nothing buffered or queued
             return 0, 0
         return int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
 
     def stall(self) -> tuple[str, int] | None:
         """The waiting block declared stalled: its log id and number."""
-        raw = self.txn.get_value(self.STALL)
+        raw = self.txn.get_value(STALL)
         if raw is None:
             return None
         body = json.loads(raw)
@@ -237,20 +223,20 @@ class RelayBook:
 
     def set_stall(self, declared: tuple[str, int] | None) -> None:
         value = None if declared is None else canonical_json({"log_id": declared[0], "block": declared[1]}).encode()
-        self.txn.set_value(self.STALL, value)
+        self.txn.set_value(STALL, value)
 
     def buffered(self) -> list[InputRecord]:
         """Every buffered record, by stream, origin and position."""
         records = []
-        for key, raw in sorted(self.txn.items(self.BUFFER).items()):
+        for key, raw in sorted(self.txn.items(BUFFER).items()):
             stream, _, rest = key.partition(b"\x00")  # the inverse of ``_buffer_key``
             records.append(_buffered_record(stream.decode(), rest[:-9].decode(), int.from_bytes(rest[-8:], "big"), raw))
         return records
 
     def _push(self, body: dict[str, object], record: InputRecord) -> None:
-        entries = self.txn.items(self.WAITING)
+        entries = self.txn.items(WAITING)
         number = int.from_bytes(max(entries), "big") + 1 if entries else 0
-        self.txn.put(self.WAITING, number.to_bytes(8, "big"), canonical_json(body).encode())
+        self.txn.put(WAITING, number.to_bytes(8, "big"), canonical_json(body).encode())
         self._held(1, len(record.value))
 
     def push_waiting(self, log_id: str, key: str, record: InputRecord, admitted: BlockHeader | VoidOrder) -> None:
@@ -265,17 +251,17 @@ class RelayBook:
 
     def _count_voids(self, change: int) -> None:
         count = self.voids_queued() + change
-        self.txn.set_value(self.VOIDS_QUEUED, count.to_bytes(8, "little") if count else None)
+        self.txn.set_value(VOIDS_QUEUED, count.to_bytes(8, "little") if count else None)
 
     def voids_queued(self) -> int:
-        raw = self.txn.get_value(self.VOIDS_QUEUED)
+        raw = self.txn.get_value(VOIDS_QUEUED)
         return 0 if raw is None else int.from_bytes(raw, "little")
 
     def blocks_waiting(self) -> int:
-        return len(self.txn.items(self.WAITING)) - self.voids_queued()
+        return len(self.txn.items(WAITING)) - self.voids_queued()
 
     def first_waiting(self) -> QueueEntry | None:
-        entries = self.txn.items(self.WAITING)
+        entries = self.txn.items(WAITING)
         if not entries:
             return None
         first = min(entries)
@@ -286,7 +272,7 @@ class RelayBook:
         if not self.voids_queued():
             return []
         found = []
-        for slot, raw in sorted(self.txn.items(self.WAITING).items()):
+        for slot, raw in sorted(self.txn.items(WAITING).items()):
             if raw.startswith(b'{"key":'):  # canonical JSON: a block's body starts with "header", an order's not
                 entry = QueueEntry.parse(slot, raw)
                 if entry.order is not None and entry.order.block == block:
@@ -295,7 +281,7 @@ class RelayBook:
 
     def pop_waiting(self, entry: QueueEntry) -> None:
         """Take ``entry`` (a block or void order ``first_waiting`` or ``queued_voids`` returned) off the queue."""
-        self.txn.delete(self.WAITING, entry.slot)
+        self.txn.delete(WAITING, entry.slot)
         self._held(-1, -len(entry.record.value))
         if entry.order is not None:
             self._count_voids(-1)
@@ -303,7 +289,7 @@ class RelayBook:
     def subscriptions(self) -> dict[int, dict[int, tuple[bytes, ...]]]:
         """Subscriber -> publisher -> keys, as the subscribers declared them in earlier blocks."""
         declared: dict[int, dict[int, tuple[bytes, ...]]] = {}
-        for raw_subscriber, raw_call in sorted(self.txn.items(self.SUBSCRIPTIONS).items()):
+        for raw_subscriber, raw_call in sorted(self.txn.items(SUBSCRIPTIONS).items()):
             mapping = _DECLARED.get(raw_call)
             if mapping is None:
                 call = decode_subscriber_call(raw_call)
@@ -316,19 +302,19 @@ class RelayBook:
 
     def last_view(self, subscriber: int) -> int | None:
         """The block of the subscriber's latest view (its next view's ``previous``)."""
-        raw = self.txn.get(self.LAST_VIEW, subscriber.to_bytes(4, "big"))
+        raw = self.txn.get(LAST_VIEW, subscriber.to_bytes(4, "big"))
         return None if raw is None else int.from_bytes(raw, "big")
 
     def set_last_view(self, subscriber: int, number: int) -> None:
-        self.txn.put(self.LAST_VIEW, subscriber.to_bytes(4, "big"), number.to_bytes(8, "big"))
+        self.txn.put(LAST_VIEW, subscriber.to_bytes(4, "big"), number.to_bytes(8, "big"))
 
     def sent_nodes(self, subscriber: int) -> set[bytes] | None:
         """The node hashes of the proof in the subscriber's latest view (None before its first view)."""
-        raw = self.txn.get(self.SENT_NODES, subscriber.to_bytes(4, "big"))
+        raw = self.txn.get(SENT_NODES, subscriber.to_bytes(4, "big"))
         return None if raw is None else {raw[i:i + 32] for i in range(0, len(raw), 32)}
 
     def set_sent_nodes(self, subscriber: int, hashes: list[bytes]) -> None:
-        self.txn.put(self.SENT_NODES, subscriber.to_bytes(4, "big"), b"".join(sorted(hashes)))
+        self.txn.put(SENT_NODES, subscriber.to_bytes(4, "big"), b"".join(sorted(hashes)))
 
     def set_subscriptions(self, subscriber: int, call: SetSubscriptions) -> None:
-        self.txn.put(self.SUBSCRIPTIONS, subscriber.to_bytes(4, "big"), call.encode())
+        self.txn.put(SUBSCRIPTIONS, subscriber.to_bytes(4, "big"), call.encode())

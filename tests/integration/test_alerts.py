@@ -13,13 +13,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,62 +32,24 @@ from pubsub_core.hashing import blake2_256
 from pubsub_core.relay import is_void
 from supervise.alerts import RULES_FILE, rules_text
 from tests.support.paths import REPO_ROOT
+from tests.support.prometheus import alerts, prometheus_server, query
 from settings.settings import Settings
 from supervise.kafka_broker import free_ports
 from supervise.verify import fresh_topics
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 STALLED_LOG = REPO_ROOT / "examples" / "stalled.jsonl"
 STALL_FOR_SECONDS = 60.0
 """``PubsubRealmStalled``'s ``for``."""
 
 
-def _query(port: int, promql: str) -> list[dict[str, Any]]:
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=5) as response:
-        body = json.load(response)
-    assert body["status"] == "success", body
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
-
-
-def _alerts(port: int) -> list[dict[str, Any]]:
-    """Prometheus' alerts now (pending and firing), from /api/v1/alerts."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/alerts", timeout=5) as response:
-        body = json.load(response)
-    alerts: list[dict[str, Any]] = body["data"]["alerts"]
-    return alerts
-
-
 @pytest.fixture
 def prometheus(tmp_path: Path) -> Iterator[tuple[int, int]]:
     """A Prometheus server with the shipped rules, scraping the job's endpoint; yields (its port, the job's)."""
-    if not os.path.exists(PROMETHEUS):
-        pytest.fail("prometheus is not installed: `make setup` installs it (Debian package prometheus)")
-    port, job_port = free_ports(2)
-    (tmp_path / RULES_FILE).write_text(rules_text())
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        f"rule_files: [{RULES_FILE}]\n"
-        "scrape_configs:\n"
-        f"  - job_name: pubsub\n    static_configs: [{{targets: ['127.0.0.1:{job_port}']}}]\n")
-    log = open(tmp_path / "prometheus.log", "wb")
-    server = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    (job_port,) = free_ports(1)
+    with prometheus_server(tmp_path, {"pubsub": ("/metrics", job_port)}, rules=(RULES_FILE, rules_text())) as port:
         yield port, job_port
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 class Watch:
@@ -105,7 +64,7 @@ class Watch:
         """Seconds it took until ``check``."""
         start = time.monotonic()
         while True:
-            firing = [a for a in _alerts(self.port) if a["state"] == "firing"]
+            firing = [a for a in alerts(self.port) if a["state"] == "firing"]
             wrong = [a for a in firing if a["labels"]["alertname"] not in self.allowed]
             assert not wrong, f"a rule fired: {wrong}"
             if check():
@@ -118,7 +77,7 @@ class Watch:
 
 
 def _value(port: int, promql: str) -> float | None:
-    result = _query(port, promql)
+    result = query(port, promql)
     return float(result[0]["value"][1]) if result else None
 
 
@@ -163,7 +122,7 @@ def test_the_rules_fire_on_a_stall_and_stay_quiet_while_the_job_catches_up(
                     f"the job catches up to block {last_block}")
         behind = _value(port, 'max(max_over_time(pubsub_input_lag_records{query="relay",topic=~"standard[.].*"}[30m]))')
         assert behind is not None and behind > 100  # it did start behind
-        assert _query(port, 'ALERTS{alertstate="firing"}') == []
+        assert query(port, 'ALERTS{alertstate="firing"}') == []
         text = log.read_text()
         assert "STALLED" not in text and "WARNING" not in text, text[-3000:]
         assert not [r for r in read_topic(kafka_settings, "standard.health")
@@ -176,7 +135,7 @@ def test_the_rules_fire_on_a_stall_and_stay_quiet_while_the_job_catches_up(
         watch.until(lambda: _value(port, stalled_query) == 1, 300, "the job declares polkadot stalled")
         watch.allowed = {"PubsubRealmStalled"}
         firing = 'ALERTS{alertname="PubsubRealmStalled",alertstate="firing",realm="polkadot",severity="critical"}'
-        took = watch.until(lambda: bool(_query(port, firing)), STALL_FOR_SECONDS + 30, "PubsubRealmStalled fires")
+        took = watch.until(lambda: bool(query(port, firing)), STALL_FOR_SECONDS + 30, "PubsubRealmStalled fires")
         assert took <= STALL_FOR_SECONDS + 15
 
         # 3. the void order: the realm moves, the alert resolves
@@ -188,11 +147,11 @@ def test_the_rules_fire_on_a_stall_and_stay_quiet_while_the_job_catches_up(
             capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120)
         assert void.returncode == 0, void.stderr
         produce(kafka_settings, stalled_records[cut + 1:])
-        watch.until(lambda: _value(port, stalled_query) == 0 and not _query(port, firing), 300,
+        watch.until(lambda: _value(port, stalled_query) == 0 and not query(port, firing), 300,
                     "the realm moves and PubsubRealmStalled resolves")
         watch.allowed = set()
         watch.until(lambda: _value(port, 'pubsub_relay_height{realm="polkadot"}') == 7, 120, "polkadot seals block 7")
-        fired = _query(port, 'max_over_time(ALERTS{alertstate="firing"}[1h])')
+        fired = query(port, 'max_over_time(ALERTS{alertstate="firing"}[1h])')
         assert {a["metric"]["alertname"] for a in fired} == {"PubsubRealmStalled"}
     finally:
         job.send_signal(signal.SIGTERM)

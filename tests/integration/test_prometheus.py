@@ -11,28 +11,24 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from producers.workload import WorkloadSpec, generate
 from tests.support.paths import REPO_ROOT
+from tests.support.prometheus import prometheus_server, query
 from settings.settings import Settings
 from supervise.kafka_broker import free_ports
 from supervise.verify import check_outputs, produce_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
 def _log(realm: str) -> list[bytes]:
@@ -45,15 +41,6 @@ def _last_block(lines: list[bytes], realm: str) -> int:
     """The log's newest block number (the author writes block n at position n - 1)."""
     blocks = [json.loads(line) for line in lines if json.loads(line)["topic"] == f"{realm}.blocks"]
     return max(int(b["value"]["position"]) for b in blocks) + 1
-
-
-def _query(port: int, promql: str) -> list[dict[str, Any]]:
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=5) as response:
-        body = json.load(response)
-    assert body["status"] == "success", body
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
 
 
 def _until(check: Callable[[], bool], seconds: float, what: str, job: subprocess.Popen[bytes], log: Path) -> None:
@@ -70,30 +57,10 @@ def _until(check: Callable[[], bool], seconds: float, what: str, job: subprocess
 def prometheus(tmp_path: Path) -> Iterator[tuple[int, int, int]]:
     """A Prometheus server scraping two targets every second; yields (its port, the job's metrics port, Spark's
     UI port)."""
-    if not os.path.exists(PROMETHEUS):
-        pytest.fail("prometheus is not installed: `make setup` installs it (Debian package prometheus)")
-    port, job_port, ui_port = free_ports(3)
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
-        f"  - job_name: pubsub\n    static_configs: [{{targets: ['127.0.0.1:{job_port}']}}]\n"
-        f"  - job_name: spark\n    metrics_path: /metrics/prometheus\n"
-        f"    static_configs: [{{targets: ['127.0.0.1:{ui_port}']}}]\n")
-    log = open(tmp_path / "prometheus.log", "wb")
-    server = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    job_port, ui_port = free_ports(2)
+    with prometheus_server(tmp_path, {"pubsub": ("/metrics", job_port), "spark": ("/metrics/prometheus", ui_port)}) \
+            as port:
         yield port, job_port, ui_port
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 def test_prometheus_scrapes_the_live_job_and_answers_relay_height_and_lag(
@@ -114,30 +81,30 @@ def test_prometheus_scrapes_the_live_job_and_answers_relay_height_and_lag(
             stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env, start_new_session=True)
     try:
         relay = f'pubsub_relay_height{{realm="{realm}"}}'
-        _until(lambda: [float(r["value"][1]) for r in _query(port, relay)] == [height], 600,
+        _until(lambda: [float(r["value"][1]) for r in query(port, relay)] == [height], 600,
                f"Prometheus reports relay height {height}", job, log)
         lag_query = f'pubsub_input_lag_records{{query="relay",topic=~"{realm}[.].*"}}'
-        _until(lambda: all(float(r["value"][1]) == 0 for r in _query(port, lag_query)), 120,
+        _until(lambda: all(float(r["value"][1]) == 0 for r in query(port, lag_query)), 120,
                "Prometheus reports no lag left", job, log)  # the batch after the last block's may still read
-        lag = _query(port, lag_query)
+        lag = query(port, lag_query)
         assert {(r["metric"]["topic"], r["metric"]["partition"]) for r in lag} >= {
             (f"{realm}.blocks", "0"), (f"{realm}.upward", "0")}
-        behind = _query(port, f'max(max_over_time(pubsub_input_lag_records{{query="relay",'
+        behind = query(port, f'max(max_over_time(pubsub_input_lag_records{{query="relay",'
                               f'topic=~"{realm}[.].*"}}[10m]))')
         assert float(behind[0]["value"][1]) > 0  # while it drained in batches of 15, the inputs lagged
-        waiting = _query(port, f'pubsub_blocks_waiting{{realm="{realm}"}}')
+        waiting = query(port, f'pubsub_blocks_waiting{{realm="{realm}"}}')
         assert [float(r["value"][1]) for r in waiting] == [0]
-        assert [float(r["value"][1]) for r in _query(port, f'pubsub_author_height{{realm="{realm}"}}')] == [height]
-        pov = _query(port, f'pubsub_pov_budget_bytes{{realm="{realm}"}}')
+        assert [float(r["value"][1]) for r in query(port, f'pubsub_author_height{{realm="{realm}"}}')] == [height]
+        pov = query(port, f'pubsub_pov_budget_bytes{{realm="{realm}"}}')
         assert {r["metric"]["subscriber"] for r in pov} == {"3000", "3001"}
-        assert _query(port, 'up{job="spark"}')[0]["value"][1] == "1"  # Spark's own servlet, scraped too
+        assert query(port, 'up{job="spark"}')[0]["value"][1] == "1"  # Spark's own servlet, scraped too
         for process in ("pubsub_driver", "pubsub_driver_jvm"):  # open descriptors, against the limit
-            fds = float(_query(port, f"{process}_process_open_fds")[0]["value"][1])
-            assert 0 < fds < float(_query(port, f"{process}_process_max_fds")[0]["value"][1])
-        jvm_memory = float(_query(port, "pubsub_driver_jvm_process_resident_memory_bytes")[0]["value"][1])
-        assert jvm_memory > float(_query(port, "pubsub_driver_process_resident_memory_bytes")[0]["value"][1])
+            fds = float(query(port, f"{process}_process_open_fds")[0]["value"][1])
+            assert 0 < fds < float(query(port, f"{process}_process_max_fds")[0]["value"][1])
+        jvm_memory = float(query(port, "pubsub_driver_jvm_process_resident_memory_bytes")[0]["value"][1])
+        assert jvm_memory > float(query(port, "pubsub_driver_process_resident_memory_bytes")[0]["value"][1])
         # the queries were restarted on their checkpoints meanwhile (every 18 s), and the outputs are exact
-        _until(lambda: any(float(r["value"][1]) >= 1 for r in _query(port, "pubsub_state_reopens_total")), 120,
+        _until(lambda: any(float(r["value"][1]) >= 1 for r in query(port, "pubsub_state_reopens_total")), 120,
                "Prometheus counts a restart of the queries", job, log)
         # the subscribers' query may still be writing the last block's outputs when the relay's lag is 0
         _until(lambda: all(t.ok for t in check_outputs(lines, kafka_settings, [realm]).topics), 180,
