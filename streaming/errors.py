@@ -9,6 +9,7 @@ from settings.checkpoint_location import CheckpointLocation
 
 __all__ = [
     "CheckpointDiskFull",
+    "CheckpointUnreachable",
     "CheckpointUnreadable",
     "KafkaUnavailable",
     "MetricsError",
@@ -61,6 +62,19 @@ class CheckpointUnreadable(StreamingError):
     def __init__(self, path: CheckpointLocation, reason: str) -> None:
         super().__init__(f"cannot read the checkpoint file {path}: {reason}")
         self.path = path
+        self.reason = reason
+
+
+class CheckpointUnreachable(StreamingError):
+    """The file system of a checkpoint URI did not answer the job's start-up check (a NameNode down or unreachable,
+    a scheme without a file system class); names the URI, the server and Hadoop's root cause."""
+
+    def __init__(self, checkpoint: CheckpointLocation, server: str, reason: str) -> None:
+        super().__init__(f"cannot reach the checkpoint {checkpoint}: {server} ({reason}). Check the URI's host and "
+                         "port, that the server runs and that this host reaches it (docs/operations.md, "
+                         "\"Deploying on a cluster\")")
+        self.checkpoint = checkpoint
+        self.server = server
         self.reason = reason
 
 
