@@ -40,7 +40,7 @@ def _fs_path(spark: SparkSession, location: HadoopPath) -> tuple[Any, Any]:
 
 def check_reachable(spark: SparkSession, location: HadoopPath) -> None:
     """Asks the file system of ``location`` whether the folder exists, on a connection of its own with
-    ``PROBE_SETTINGS``; raises ``CheckpointUnreachable`` (the URI, the server, Hadoop's root cause) if it fails."""
+    ``PROBE_SETTINGS``; raises ``CheckpointUnreachable`` (the URI, what failed, Hadoop's root cause) if it fails."""
     jvm: Any = spark._jvm
     conf = jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())
     for key, value in PROBE_SETTINGS.items():
@@ -56,15 +56,15 @@ def check_reachable(spark: SparkSession, location: HadoopPath) -> None:
         chain = _java_chain(getattr(err, "java_exception", None))
         if not chain:  # not an error of Hadoop's (py4j's own, a bug): as it is
             raise
-        parts = urlsplit(location.uri)
-        server = f"{'NameNode' if parts.scheme == 'hdfs' else 'server'} {parts.netloc or '(default)'}"
-        attempts = int(PROBE_SETTINGS["ipc.client.connect.max.retries"]) + 1
         if any(name in _UNREACHABLE for name, _ in chain):
-            said = f"its {server} did not answer in {attempts} attempts"
+            parts = urlsplit(location.uri)
+            server = f"{'NameNode' if parts.scheme == 'hdfs' else 'server'} {parts.netloc or '(default)'}"
+            attempts = int(PROBE_SETTINGS["ipc.client.connect.max.retries"]) + 1
+            what = f"its {server} did not answer in {attempts} attempts"
         else:
-            said = f"its file system refused (the {server})"
+            what = "Hadoop's file system refused it"
         name, message = chain[-1]
-        raise CheckpointUnreachable(location, said, f"{name}: {message}" if message else name) from err
+        raise CheckpointUnreachable(location, what, f"{name}: {message}" if message else name) from err
 
 
 def _java_chain(throwable: Any) -> list[tuple[str, str]]:

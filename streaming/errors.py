@@ -67,14 +67,14 @@ class CheckpointUnreadable(StreamingError):
 
 class CheckpointUnreachable(StreamingError):
     """The file system of a checkpoint URI did not answer the job's start-up check (a NameNode down or unreachable,
-    a scheme without a file system class); names the URI, the server and Hadoop's root cause."""
+    a scheme without a file system class); names the URI, what failed (the server that did not answer) and Hadoop's
+    root cause."""
 
-    def __init__(self, checkpoint: CheckpointLocation, server: str, reason: str) -> None:
-        super().__init__(f"cannot reach the checkpoint {checkpoint}: {server} ({reason}). Check the URI's host and "
-                         "port, that the server runs and that this host reaches it (docs/operations.md, "
-                         "\"Deploying on a cluster\")")
+    def __init__(self, checkpoint: CheckpointLocation, what: str, reason: str) -> None:
+        super().__init__(f"cannot reach the checkpoint {checkpoint}: {what} ({reason}). Check the URI, that its server "
+                         "runs and that this host reaches it (docs/operations.md, \"Deploying on a cluster\")")
         self.checkpoint = checkpoint
-        self.server = server
+        self.what = what
         self.reason = reason
 
 
