@@ -74,8 +74,8 @@ $(JAR_STAMP): $(POMS)
 	mvn -B -q -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies
 	touch $@
 
-# Test-only jars, never in the wheel: Hadoop's minicluster (a NameNode and a DataNode in one JVM) for the test of
-# a checkpoint on HDFS (tests/integration/test_hdfs_checkpoint.py).
+# Test-only jars, never in the wheel: Hadoop's NameNode and DataNode for the tests of a checkpoint on HDFS
+# (tests/support/hdfs.py starts them for tests/integration/test_hdfs_checkpoint.py and test_other_host.py).
 $(TEST_JAR_STAMP): jvm/pom.xml jvm/hdfs-minicluster/pom.xml
 	rm -rf jvm/test-lib/hdfs-minicluster
 	mvn -B -q -Dstyle.color=never -f jvm/hdfs-minicluster/pom.xml dependency:copy-dependencies

@@ -9,6 +9,7 @@ from settings.checkpoint_location import CheckpointLocation
 
 __all__ = [
     "CheckpointDiskFull",
+    "CheckpointUnreachable",
     "CheckpointUnreadable",
     "KafkaUnavailable",
     "MetricsError",
@@ -61,6 +62,19 @@ class CheckpointUnreadable(StreamingError):
     def __init__(self, path: CheckpointLocation, reason: str) -> None:
         super().__init__(f"cannot read the checkpoint file {path}: {reason}")
         self.path = path
+        self.reason = reason
+
+
+class CheckpointUnreachable(StreamingError):
+    """The file system of a checkpoint URI did not answer the job's start-up check (a NameNode down or unreachable,
+    a scheme without a file system class); names the URI, what failed (the server that did not answer) and Hadoop's
+    root cause."""
+
+    def __init__(self, checkpoint: CheckpointLocation, what: str, reason: str) -> None:
+        super().__init__(f"cannot reach the checkpoint {checkpoint}: {what} ({reason}). Check the URI, that its server "
+                         "runs and that this host reaches it (docs/operations.md, \"Deploying on a cluster\")")
+        self.checkpoint = checkpoint
+        self.what = what
         self.reason = reason
 
 

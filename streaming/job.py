@@ -31,12 +31,12 @@ from producers.transport.topics import TopicError, admin_client, ensure_realm_to
 from pubsub_core.stages.records import OutputRecord
 from pubsub_core.stages.stall import Declared, WaitingStatus, declare
 from settings.job_flags import add_job_arguments, settings_from_args
-from settings.checkpoint_location import CheckpointLocation
+from settings.checkpoint_location import CheckpointLocation, HadoopPath
 from settings.paths import runtime_dir
 from settings.protocol import load_protocol_config
 from settings.settings import Settings
 from state.native import build_name
-from streaming.checkpoint_files import space_used
+from streaming.checkpoint_files import check_reachable, space_used
 from streaming.descriptors import DescriptorUse, DescriptorWatch
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
 from streaming.health import declared_stalls, health_publisher
@@ -329,6 +329,8 @@ def run_job(
     ensure_outputs(settings, realms, admin)
     config = load_protocol_config(settings.protocol_config, settings.seam)
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
+    if isinstance(settings.checkpoint_dir, HadoopPath):  # one line, in seconds, for a NameNode down or unreachable
+        check_reachable(spark, settings.checkpoint_dir)
     key = seam_key(settings, spark)
     started = time.monotonic()
     summary = JobSummary()

@@ -5,9 +5,11 @@ installed by pip into a separate folder); the project and its dependencies reach
 (``--ship archive``: the driver's venv packed in ``spark.archives``). Kafka advertises the host-side address, the
 driver binds there, and the executors connect back to it (block manager and file server included).
 
-Mid-stream the worker is SIGKILLed (with its executors) and comes back, then the driver is SIGKILLed and the job is
-started again on its checkpoint; the outputs equal the simulator's record for record. The checkpoint is a folder
-both namespaces see, as shared storage would be.
+The checkpoint is on HDFS (tests/support/hdfs.py): a NameNode and a DataNode bound to and advertising the host-side
+address, their files hidden from the worker's mount namespace, so the executors write the state stores across the
+veth pair. Mid-stream the worker is SIGKILLed (with its executors) and comes back, then the driver is SIGKILLed and
+the job is started again on its checkpoint; the outputs equal the simulator's record for record, and the state
+stores' files are on HDFS.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from settings.settings import Settings, load_settings
 from supervise.cluster import StandaloneCluster
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.verify import check_outputs, produce_log
+from tests.support.hdfs import Hdfs, running_hdfs
 from tests.support.package import BASE_PYTHON, run, site_packages, user_env
 from tests.support.paths import REPO_ROOT
 
@@ -72,6 +75,12 @@ def other_host() -> Iterator[OtherHost]:
         subprocess.run(["ip", "netns", "del", host.namespace], capture_output=True, timeout=30, check=False)
 
 
+@pytest.fixture
+def hdfs(other_host: OtherHost, tmp_path: Path) -> Iterator[Hdfs]:
+    with running_hdfs(tmp_path / "hdfs", host=other_host.here) as cluster:
+        yield cluster
+
+
 class _Job:
     """`pubsub job` from the installed venv, in its own session, its output read line by line."""
 
@@ -111,7 +120,7 @@ class _Job:
 
 
 def test_the_job_with_its_worker_on_another_host_survives_worker_and_driver_kills_equal_to_the_simulator(
-        installed: Path, other_host: OtherHost, tmp_path: Path) -> None:
+        installed: Path, other_host: OtherHost, hdfs: Hdfs, tmp_path: Path) -> None:
     worker_spark = tmp_path / "worker-spark"
     version = next(site_packages(installed).glob("pyspark-*.dist-info")).name.split("-")[1].removesuffix(".dist")
     run([str(BASE_PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
@@ -124,7 +133,7 @@ def test_the_job_with_its_worker_on_another_host_survives_worker_and_driver_kill
         lines = (REPO_ROOT / "examples" / "small.jsonl").read_bytes().splitlines()
         realms = produce_log(lines, settings, reset_topics=True)
         master = cluster.start_master()
-        hidden = [str(REPO_ROOT), str(installed)]
+        hidden = [str(REPO_ROOT), str(installed), str(hdfs.storage)]
         prefix = ["ip", "netns", "exec", other_host.namespace, "unshare", "--mount", "--propagation", "private", "--",
                   "/bin/sh", "-c", 'for d in "$@"; do [ "$d" = -- ] && break; mount -t tmpfs tmpfs "$d"; shift; '
                   'done; shift; exec "$@"', "hide", *hidden, "--"]
@@ -140,7 +149,7 @@ def test_the_job_with_its_worker_on_another_host_survives_worker_and_driver_kill
         env = {**user_env(tmp_path / "home"), "PUBSUB_RUNTIME_DIR": str(tmp_path / "runtime"),
                "PUBSUB_SPARK_DRIVER_HOST": other_host.here, "PUBSUB_SPARK_DRIVER_BIND_ADDRESS": other_host.here}
         argv = [str(installed / "bin" / "pubsub"), "job", "--master", master, "--bootstrap", str(settings.kafka_bootstrap),
-                *[a for realm in realms for a in ("--realm", realm)], "--checkpoint", str(tmp_path / "checkpoint"),
+                *[a for realm in realms for a in ("--realm", realm)], "--checkpoint", f"{hdfs.uri}/pubsub/checkpoint",
                 "--max-offsets-per-trigger", "8", "--ship", "archive", "--available-now"]
         (tmp_path / "driver").mkdir()
         job = _Job(argv, env, tmp_path / "driver", tmp_path / "job.log")
@@ -159,6 +168,9 @@ def test_the_job_with_its_worker_on_another_host_survives_worker_and_driver_kill
     executors = [p for p in (tmp_path / "cluster" / "work").glob("app-*/*/") if (p / "environment").is_dir()]
     assert len(executors) >= 3, "executors ran from the shipped archive: before and after the worker's restart, and " \
                                 "for the restarted driver"
+    listing = hdfs.shell("-ls", "-R", "/pubsub/checkpoint")
+    assert "/pubsub/checkpoint/subscribers/state/" in listing and ".changelog" in listing, listing[-3000:]
+    assert not list(tmp_path.glob("**/hdfs:*")), "nothing of the checkpoint in a local folder"
     bad = [t for t in result.topics if not t.ok]
     assert not bad, f"differences: {bad}"
     assert sum(t.matched for t in result.topics) == sum(t.expected for t in result.topics) > 0
