@@ -351,7 +351,9 @@ def run_job(
                        declared=declared_stalls(settings, realms))
     follower = _Follower(summary, on_batch, metrics, waits)
     stalls = _StallWatch(settings.checkpoint_dir)
-    stuck = StuckBatchWatch(jvm, settings.stuck_batch_seconds) if settings.spark_master.startswith("local") else None
+    stuck = StuckBatchWatch(jvm, settings.stuck_batch_seconds,
+                            lambda: bool(spark.sparkContext.statusTracker().getActiveStageIds())
+                            ) if settings.spark_master.startswith("local") else None
     stop_requested: list[int] = []
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:

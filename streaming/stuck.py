@@ -81,14 +81,17 @@ def tree_activity(pid: int) -> tuple[float, bool] | None:
 
 
 class StuckBatchWatch:
-    """Raises ``BatchStuck`` when a query's batch has been running for ``seconds`` and, over the last ``seconds``,
-    the JVM ``pid`` with its descendants used less than ``IDLE_SHARE`` of a core and was seen with a runnable
-    thread in fewer than ``RUNNABLE_SHARE`` of the looks."""
+    """Raises ``BatchStuck`` when a query's batch has been running for ``seconds``, a stage of it still runs, and,
+    over the last ``seconds``, the JVM ``pid`` with its descendants used less than ``IDLE_SHARE`` of a core and was
+    seen with a runnable thread in fewer than ``RUNNABLE_SHARE`` of the looks."""
 
-    def __init__(self, pid: int, seconds: float,
+    def __init__(self, pid: int, seconds: float, stages_running: Callable[[], bool] = lambda: True,
                  activity: Callable[[int], tuple[float, bool] | None] = tree_activity) -> None:
+        """``stages_running``: whether Spark runs a stage now (its status tracker), asked before raising: a
+        trigger that only plans (its offsets fetched from Kafka, no task) is never taken for stuck."""
         self.pid = pid
         self.seconds = seconds
+        self.stages_running = stages_running
         self.activity = activity
         self.samples: dict[str, deque[tuple[float, float, bool]]] = {}
         """query -> (seconds into its running batch, CPU seconds then, a thread runnable then), oldest first."""
@@ -114,5 +117,5 @@ class StuckBatchWatch:
             return
         share = (used - before) / (pending - since)
         busy = sum(1 for _, _, r in samples if r) / len(samples)
-        if share < IDLE_SHARE and busy < RUNNABLE_SHARE:
+        if share < IDLE_SHARE and busy < RUNNABLE_SHARE and self.stages_running():
             raise BatchStuck(query, None if finished is None else finished + 1, pending, share)
