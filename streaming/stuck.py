@@ -25,7 +25,7 @@ __all__ = ["IDLE_SHARE", "RUNNABLE_SHARE", "StuckBatchWatch", "tree_activity"]
 
 IDLE_SHARE = 0.15
 """CPU below this share of one core, over the whole window, is a batch that does nothing: a local JVM whose tasks
-wait, with the driver's polls, used 4.7% (tests/integration/test_stuck_batch.py), a batch that works most of a
+wait, with the driver's polls, used 0.5% to 4.7% (tests/integration/test_stuck_batch.py), a batch that works most of a
 core."""
 
 RUNNABLE_SHARE = 0.2
