@@ -116,6 +116,9 @@ class Settings:
     """How the state stores' checkpoint stays bounded: one of ``STATE_REOPEN_MODES``."""
     state_reopen_minutes: float = 30.0
     """With ``state_reopen = "periodic"``: minutes between two restarts of the queries on their checkpoints."""
+    stuck_batch_seconds: float = 300.0
+    """A batch that has run this long while Spark's JVM and its Python workers sat idle ends the job with one line
+    (``streaming.stuck``; local mode)."""
     metrics_port: int | None = None
     """TCP port of the job's Prometheus endpoint (``/metrics``: the protocol's gauges); None: no endpoint. With it,
     Spark's UI serves Spark's own metrics too (``/metrics/prometheus``) on ``spark_ui_port``."""
@@ -159,8 +162,9 @@ class Settings:
             raise SettingsError("state_reopen", self.state_reopen, "settings", f"one of {STATE_REOPEN_MODES}")
         if self.ship not in SHIP_MODES:
             raise SettingsError("ship", self.ship, "settings", f"one of {SHIP_MODES}")
-        if self.state_reopen_minutes <= 0:
-            raise SettingsError("state_reopen_minutes", self.state_reopen_minutes, "settings", "must be positive")
+        for name in ("state_reopen_minutes", "stuck_batch_seconds"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(name, getattr(self, name), "settings", "must be positive")
         for name in ("metrics_port", "spark_ui_port"):
             port = getattr(self, name)
             if port is not None and not 0 < port < 65536:

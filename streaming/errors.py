@@ -8,6 +8,7 @@ from pubsub_core.errors import PubSubError
 from settings.checkpoint_location import CheckpointLocation
 
 __all__ = [
+    "BatchStuck",
     "CheckpointDiskFull",
     "CheckpointUnreachable",
     "CheckpointUnreadable",
@@ -54,6 +55,23 @@ class CheckpointDiskFull(StreamingError):
             "resumes from the last committed batch.")
         self.checkpoint = checkpoint
         self.free_bytes = free_bytes
+
+
+class BatchStuck(StreamingError):
+    """A micro-batch has run for a long time while Spark's JVM and its Python workers did next to nothing: a task
+    waits on something that will not come (``streaming.stuck``). Nothing of the batch was committed."""
+
+    def __init__(self, query: str, batch: int | None, seconds: float, cpu_share: float) -> None:
+        which = "running batch" if batch is None else f"batch {batch}"
+        super().__init__(
+            f"the {query} query's {which} has run for {seconds:.0f}s while Spark's JVM and its Python workers "
+            f"used {cpu_share:.1%} of a core: a task waits on something that will not come. Nothing of the batch "
+            "was committed: restart the job on the same checkpoint, it runs the batch again (the driver's log "
+            "under the runtime folder's logs/ names the task)")
+        self.query = query
+        self.batch = batch
+        self.seconds = seconds
+        self.cpu_share = cpu_share
 
 
 class CheckpointUnreadable(StreamingError):

@@ -48,6 +48,7 @@ from streaming.pipeline import (
     served_realms,
     subscriber_query,
 )
+from streaming.stuck import StuckBatchWatch
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -350,6 +351,9 @@ def run_job(
                        declared=declared_stalls(settings, realms))
     follower = _Follower(summary, on_batch, metrics, waits)
     stalls = _StallWatch(settings.checkpoint_dir)
+    stuck = StuckBatchWatch(jvm, settings.stuck_batch_seconds,
+                            lambda: bool(spark.sparkContext.statusTracker().getActiveStageIds())
+                            ) if settings.spark_master.startswith("local") else None
     stop_requested: list[int] = []
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:
@@ -374,6 +378,8 @@ def run_job(
                 if query.exception() is not None:
                     raise query.exception()  # type: ignore[misc]
                 pending = stalls.check(name, query, follower.seen.get(name))
+                if stuck is not None:
+                    stuck.check(name, follower.seen.get(name), pending)
                 if metrics is not None:
                     metrics.batch_pending(name, pending)
             descriptors.check()
