@@ -229,6 +229,46 @@ def latency(record: Mapping[str, Any]) -> str:
                            "view to update, p50 (ms)"], rows)
 
 
+def latency_budget(record: Mapping[str, Any]) -> str:
+    """Per block time, a table of the spans of a block's way (mean ms and share of the block-to-last-update mean,
+    which they add up to), one column pair per run, then the end-to-end figures and the machine's load."""
+    figures = record["figures"]
+    labels: Mapping[str, str] = figures["spans"]
+    tables = []
+    for block_time in dict.fromkeys(r["block_time_s"] for r in figures["runs"]):
+        runs = [r for r in figures["runs"] if r["block_time_s"] == block_time and r["budget"].get("blocks")]
+        if not runs:
+            continue
+        header = ["span"]
+        for r in runs:
+            arm = r["arm"] if not r["changes"] else ", ".join(f"{k}={v}" for k, v in r["changes"].items())
+            header += [f"{arm}: mean (ms)", "share"]
+        rows = []
+        for name, label in labels.items():
+            row = [label]
+            for r in runs:
+                mean, total = r["budget"]["spans"][name]["mean_ms"], r["budget"]["total"]["mean_ms"]
+                row += [f"{mean:,.0f}", f"{mean / total:.0%}" if total else "-"]
+            rows.append(row)
+        totals: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
+                ("**block to last update, mean (ms)**", lambda r: f"**{r['budget']['total']['mean_ms']:,.0f}**"),
+                ("block to last update, p50 / p99 (ms)",
+                 lambda r: f"{r['budget']['total']['p50_ms']:,.0f} / {r['budget']['total']['p99_ms']:,.0f}"),
+                ("blocks measured", lambda r: str(r["budget"]["blocks"])),
+                ("every update: p50 / p99 (ms)",
+                 lambda r: f"{r['latency']['p50_ms']:,.0f} / {r['latency']['p99_ms']:,.0f}"),
+                ("updates measured", lambda r: f"{r['latency']['count']:,}"),
+                ("load average at start (1 min)", lambda r: f"{r['load_average'][0]:.2f}")]
+        for label, cell in totals:
+            row = [label]
+            for r in runs:
+                row += [cell(r), ""]
+            rows.append(row)
+        tables.append(f"{block_time:g} s blocks, {runs[0]['rate']:g} publishes/s, {runs[0]['traffic_seconds']:g} s "
+                      f"of traffic:\n\n" + markdown_table(header, rows))
+    return "\n\n".join(tables)
+
+
 def progress(record: Mapping[str, Any]) -> str:
     f = record["figures"]
     rows = [[name, f"{ms:.2f}", f"{f['ms_range'][name][0]:.2f}-{f['ms_range'][name][1]:.2f}",
@@ -273,7 +313,7 @@ def admission(record: Mapping[str, Any]) -> str:
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "metering": metering, "seam": seam, "trie": trie, "simulator": simulator, "pipeline": pipeline,
     "mapstate": mapstate, "scaling": scaling, "admission": admission, "latency": latency, "progress": progress,
-    "state": state,
+    "state": state, "latency_budget": latency_budget,
 }
 """Result name (benchmarks/results/<name>.json) -> its table; the doc's section markers use the same name."""
 
