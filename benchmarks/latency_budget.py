@@ -149,6 +149,24 @@ def block_spans(snapshot: LiveSnapshot, batches: Mapping[str, Sequence[Batch]], 
     return out
 
 
+def group_cpu_seconds(group: int) -> float:
+    """CPU seconds (user + system) of the live processes of process group ``group`` (the job: its driver, Spark's
+    JVM and the Python workers), from /proc: the per-batch cost shows here even where a loaded machine makes
+    latency wander."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == group:  # after the name: state, ppid, pgrp, ..., utime (12), stime (13)
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
 def budget(per_block: Sequence[Mapping[str, float]]) -> dict[str, Any]:
     """Mean and p50 of each span over the blocks (the means add up to the mean total), and the total's p50, p99."""
     if not per_block:
@@ -181,9 +199,12 @@ def run_one(settings: Any, block_time: float, args: argparse.Namespace, arm: str
     with LiveRun(settings, plan) as run:
         run.start()
         steady = run.warm_up()
+        job = run.supervisor.parts["job"].process.pid  # the leader of its own process group
+        cpu = group_cpu_seconds(job)
         run.start_traffic()
         end = time.monotonic() + args.seconds
         run.wait(lambda _: time.monotonic() >= end, args.seconds + 60, "traffic")
+        cpu = group_cpu_seconds(job) - cpu
         snapshot = run.drain(timeout=args.drain_timeout)
     batches = read_batches(batch_log)
     blocks = [spans for n in sorted(snapshot.blocks) if n >= steady
@@ -192,7 +213,7 @@ def run_one(settings: Any, block_time: float, args: argparse.Namespace, arm: str
     result = {"block_time_s": block_time, "arm": arm, "changes": dict(changes), "rate": rate,
               "trigger_seconds": trigger, "traffic_seconds": args.seconds, "measured_from_block": steady,
               "blocks_seen": sum(1 for n in snapshot.blocks if n >= steady), "budget": budget(blocks),
-              "latency": summary.to_json(), "load_average": [round(x, 2) for x in load],
+              "latency": summary.to_json(), "job_cpu_seconds": round(cpu, 1), "load_average": [round(x, 2) for x in load],
               "load_average_after": [round(x, 2) for x in os.getloadavg()],
               "wall_seconds": round(time.monotonic() - started, 1)}
     total = result["budget"].get("total", {})

@@ -4,6 +4,7 @@ time, and each lands where the instants say."""
 from __future__ import annotations
 
 import datetime
+import time
 from pathlib import Path
 
 from benchmarks.latency_budget import SPANS, block_spans, budget, read_batches
@@ -86,3 +87,22 @@ def test_the_batch_log_setting_is_a_path_from_the_environment(tmp_path: Path) ->
 
     assert load_settings(environ={"PUBSUB_BATCH_LOG": str(tmp_path / "b.jsonl")}).batch_log == tmp_path / "b.jsonl"
     assert load_settings(environ={}).batch_log is None
+
+
+def test_a_process_group_s_cpu_seconds_count_its_members_only() -> None:
+    import subprocess
+    import sys
+
+    from benchmarks.latency_budget import group_cpu_seconds
+
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                             "while time.process_time() - t < 0.5: pass\ntime.sleep(30)"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while group_cpu_seconds(busy.pid) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert 0.5 <= group_cpu_seconds(busy.pid) < 5
+        assert group_cpu_seconds(2**22 + 7) == 0  # no such group
+    finally:
+        busy.kill()
+        busy.wait()
