@@ -130,7 +130,8 @@ class Settings:
     """How the project reaches the executors: one of ``SHIP_MODES``."""
     batch_log: Path | None = None
     """A file the job appends one JSON line to per micro-batch that ran: Spark's progress and each operator call's
-    spans (``streaming.spans``), for ``benchmarks/latency_budget.py``; None: no such file."""
+    spans (``streaming.spans``), for ``benchmarks/latency_budget.py``, kept to ``streaming.job.BATCH_LOG_BYTES`` and
+    one older file; None: no such file."""
 
     def __post_init__(self) -> None:
         if not _TOPIC.match(self.topic("x")):

@@ -55,7 +55,7 @@ from streaming.stuck import StuckBatchWatch
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
+__all__ = ["BATCH_LOG_BYTES", "BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
            "finish_batches", "log_batch", "main", "new_progress", "ran", "run_job", "RealmWaits", "unread_records"]
 
 _LOG = logging.getLogger("streaming.job")
@@ -184,14 +184,22 @@ def unread_records(progress: dict[str, Any]) -> dict[str, int]:
     return unread
 
 
-def log_batch(path: Path, query: str, progress: dict[str, Any], report: BatchReport) -> None:
+BATCH_LOG_BYTES = 64 * 2**20
+"""The batch log's size at which it moves to ``<name>.1`` (replacing the one before) and starts again: a job that
+keeps ``batch_log`` on holds at most twice this, however long it runs."""
+
+
+def log_batch(path: Path, query: str, progress: dict[str, Any], report: BatchReport,
+              limit: int = BATCH_LOG_BYTES) -> None:
     """Append one JSON line for a batch to ``path`` (``batch_log``): Spark's progress entry without its observed
     metrics (``timestamp``, the trigger's start; ``durationMs``; the sources' offsets; the state operators'), and
-    the operator calls' spans."""
+    the operator calls' spans. A log past ``limit`` bytes moves to ``<name>.1`` first."""
     entry = {key: value for key, value in progress.items() if key != "observedMetrics"}
     line = json.dumps({"query": query, "progress": entry, "spans": [json.loads(s.to_json()) for s in report.spans]},
                       sort_keys=True, default=str)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.stat().st_size > limit:
+        os.replace(path, path.with_name(path.name + ".1"))
     with open(path, "a", encoding="utf-8") as out:
         out.write(line + "\n")
 

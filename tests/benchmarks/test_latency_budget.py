@@ -4,6 +4,7 @@ time, and each lands where the instants say."""
 from __future__ import annotations
 
 import datetime
+import json
 import time
 from pathlib import Path
 
@@ -106,3 +107,19 @@ def test_a_process_group_s_cpu_seconds_count_its_members_only() -> None:
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_the_batch_log_moves_aside_past_its_limit_and_keeps_one_old_file(tmp_path: Path) -> None:
+    log = tmp_path / "batches.jsonl"
+    for batch in range(6):
+        _log_limited(log, batch, limit=600)
+    old = tmp_path / "batches.jsonl.1"
+    assert old.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["batches.jsonl", "batches.jsonl.1"]
+    assert log.stat().st_size + old.stat().st_size <= 2 * (600 + 400)
+    ids = [json.loads(line)["progress"]["batchId"] for f in (old, log) for line in f.read_text().splitlines()]
+    assert ids == sorted(ids) and ids[-1] == 5
+
+
+def _log_limited(path: Path, batch: int, limit: int) -> None:
+    progress = {"batchId": batch, "timestamp": _iso(EPOCH), "durationMs": {"triggerExecution": 1}}
+    log_batch(path, "relay", progress, BatchReport("relay", batch, 0, {}, {}, None, 0.001), limit=limit)
