@@ -229,6 +229,48 @@ def latency(record: Mapping[str, Any]) -> str:
                            "view to update, p50 (ms)"], rows)
 
 
+def _arm(run: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in run["changes"].items()) or "baseline"
+
+
+def latency_budget(record: Mapping[str, Any]) -> str:
+    """Per block time, the spans of a block's way per arm (mean ms over its rounds' blocks, and share of the
+    block-to-last-update mean, which they add up to); then every run's end-to-end figures and the machine's load."""
+    figures = record["figures"]
+    labels: Mapping[str, str] = figures["spans"]
+    runs = [r for r in figures["runs"] if r["budget"].get("blocks")]
+    tables = []
+    for block_time in dict.fromkeys(r["block_time_s"] for r in runs):
+        arms: dict[str, list[Mapping[str, Any]]] = {}
+        for r in runs:
+            if r["block_time_s"] == block_time:
+                arms.setdefault(_arm(r), []).append(r)
+        header = ["span"] + [cell for arm in arms for cell in (f"{arm}: mean (ms)", "share")]
+        rows = []
+        for name, label in [*labels.items(), ("total", "**block to last update, mean**")]:
+            row = [label]
+            for arm_runs in arms.values():
+                total = statistics.fmean(r["budget"]["total"]["mean_ms"] for r in arm_runs)
+                mean = total if name == "total" else statistics.fmean(
+                    r["budget"]["spans"][name]["mean_ms"] for r in arm_runs)
+                row += [f"{mean:,.0f}", f"{mean / total:.0%}" if total else "-"]
+            rows.append(row)
+        first = next(iter(arms.values()))[0]
+        tables.append(f"{block_time:g} s blocks, {first['rate']:g} publishes/s, {first['traffic_seconds']:g} s of "
+                      f"traffic per run:\n\n" + markdown_table(header, rows))
+    rows = [[f"{r['block_time_s']:g}", _arm(r), str(r["budget"]["blocks"]),
+             f"{r['budget']['total']['mean_ms']:,.0f}", f"{r['budget']['total']['p50_ms']:,.0f}",
+             f"{r['budget']['total']['p99_ms']:,.0f}", f"{r['latency']['count']:,}",
+             f"{r['latency']['p50_ms']:,.0f}", f"{r['latency']['p99_ms']:,.0f}",
+             f"{r['job_cpu_seconds']:.1f}" if "job_cpu_seconds" in r else "-", f"{r['load_average'][0]:.1f}"]
+            for r in runs]
+    tables.append("Every run, in the order run:\n\n" + markdown_table(
+        ["block time (s)", "arm", "blocks", "block to last update, mean (ms)", "p50 (ms)", "p99 (ms)",
+         "updates", "every update, p50 (ms)", "p99 (ms)", "job CPU during traffic (s)",
+         "load average (1 min) at start"], rows, "rlrrrrrrrrr"))
+    return "\n\n".join(tables)
+
+
 def progress(record: Mapping[str, Any]) -> str:
     f = record["figures"]
     rows = [[name, f"{ms:.2f}", f"{f['ms_range'][name][0]:.2f}-{f['ms_range'][name][1]:.2f}",
@@ -273,7 +315,7 @@ def admission(record: Mapping[str, Any]) -> str:
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "metering": metering, "seam": seam, "trie": trie, "simulator": simulator, "pipeline": pipeline,
     "mapstate": mapstate, "scaling": scaling, "admission": admission, "latency": latency, "progress": progress,
-    "state": state,
+    "state": state, "latency_budget": latency_budget,
 }
 """Result name (benchmarks/results/<name>.json) -> its table; the doc's section markers use the same name."""
 

@@ -128,6 +128,10 @@ class Settings:
     """Spark UI port when ``metrics_port`` is set (Spark takes the next free one if it is busy)."""
     ship: str = "auto"
     """How the project reaches the executors: one of ``SHIP_MODES``."""
+    batch_log: Path | None = None
+    """A file the job appends one JSON line to per micro-batch that ran: Spark's progress and each operator call's
+    spans (``streaming.spans``), for ``benchmarks/latency_budget.py``, kept to ``streaming.job.BATCH_LOG_BYTES`` and
+    one older file; None: no such file."""
 
     def __post_init__(self) -> None:
         if not _TOPIC.match(self.topic("x")):
@@ -225,7 +229,7 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         if name == "checkpoint_dir":
             return checkpoint_location(raw)
         if name in ("protocol_config", "kafka_ssl_ca_file", "kafka_ssl_cert_file",
-                    "kafka_ssl_key_file"):
+                    "kafka_ssl_key_file", "batch_log"):
             return Path(raw)
         if "bool" in str(kind):
             if isinstance(raw, bool):

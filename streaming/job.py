@@ -10,6 +10,7 @@ last committed batches ended.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -42,6 +43,7 @@ from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
 from streaming.health import declared_stalls, health_publisher
 from streaming.metrics import JobMetrics, partition_lag
 from streaming.operators import parse_waiting
+from streaming.spans import OperatorSpans
 from streaming.pipeline import (
     relay_query,
     seam_key,
@@ -53,8 +55,8 @@ from streaming.stuck import StuckBatchWatch
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
-           "finish_batches", "main", "new_progress", "ran", "run_job", "RealmWaits", "unread_records"]
+__all__ = ["BATCH_LOG_BYTES", "BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
+           "finish_batches", "log_batch", "main", "new_progress", "ran", "run_job", "RealmWaits", "unread_records"]
 
 _LOG = logging.getLogger("streaming.job")
 """The driver's log: a realm that stalls (WARNING) and moves again (INFO), on stderr unless the application
@@ -98,6 +100,8 @@ class BatchReport:
     unread: dict[str, int] = field(default_factory=dict)
     """Per input topic the batch read from: records left between its end offsets and the latest offsets seen at
     that batch (0: read to the end), summed over the topic's partitions."""
+    spans: tuple[OperatorSpans, ...] = ()
+    """Where each operator call of the batch spent its time (``streaming.spans``)."""
 
     def unread_of(self, realm: str, status: WaitingStatus) -> int:
         """Records unread, at this batch, on the input topics of the streams ``status``'s block still misses."""
@@ -148,6 +152,7 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
     observed: Any = (progress.get("observedMetrics") or {}).get(query)
     metrics: dict[str, Any] = observed.asDict() if hasattr(observed, "asDict") else dict(observed or {})
     waiting = dict(parse_waiting(str(key)) for key in metrics.pop("waiting", None) or [])
+    spans = tuple(OperatorSpans.from_json(str(text)) for text in metrics.pop("spans", None) or [])
     by_topic: dict[str, int] = {}
     for entry in metrics.pop("by_topic", None) or []:
         name, _, number = str(entry).rpartition("=")
@@ -167,7 +172,7 @@ def _report(query: str, progress: dict[str, Any]) -> BatchReport:
         phases["stateCommit"] = sum(commits) / 1000
     return BatchReport(query, int(progress["batchId"]), int(progress["numInputRows"]),
                        {k: int(v) for k, v in metrics.items()}, heights, max(lags) if lags else None, duration,
-                       phases, waiting, records_by_topic=by_topic, unread=unread_records(progress))
+                       phases, waiting, records_by_topic=by_topic, unread=unread_records(progress), spans=spans)
 
 
 def unread_records(progress: dict[str, Any]) -> dict[str, int]:
@@ -177,6 +182,26 @@ def unread_records(progress: dict[str, Any]) -> dict[str, int]:
     for (topic, _), lag in partition_lag(progress.get("sources") or []).items():
         unread[topic] = unread.get(topic, 0) + lag
     return unread
+
+
+BATCH_LOG_BYTES = 64 * 2**20
+"""The batch log's size at which it moves to ``<name>.1`` (replacing the one before) and starts again: a job that
+keeps ``batch_log`` on holds at most twice this, however long it runs."""
+
+
+def log_batch(path: Path, query: str, progress: dict[str, Any], report: BatchReport,
+              limit: int = BATCH_LOG_BYTES) -> None:
+    """Append one JSON line for a batch to ``path`` (``batch_log``): Spark's progress entry without its observed
+    metrics (``timestamp``, the trigger's start; ``durationMs``; the sources' offsets; the state operators'), and
+    the operator calls' spans. A log past ``limit`` bytes moves to ``<name>.1`` first."""
+    entry = {key: value for key, value in progress.items() if key != "observedMetrics"}
+    line = json.dumps({"query": query, "progress": entry, "spans": [json.loads(s.to_json()) for s in report.spans]},
+                      sort_keys=True, default=str)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.stat().st_size > limit:
+        os.replace(path, path.with_name(path.name + ".1"))
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(line + "\n")
 
 
 def ensure_outputs(settings: Settings, realms: Sequence[str], admin: AdminClient | None = None) -> None:
@@ -193,17 +218,21 @@ class _Follower:
     """Collects each query's new progress entries into reports and the summary."""
 
     def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None,
-                 metrics: JobMetrics | None = None, waits: RealmWaits | None = None) -> None:
+                 metrics: JobMetrics | None = None, waits: RealmWaits | None = None,
+                 batch_log: Path | None = None) -> None:
         self.summary = summary
         self.on_batch = on_batch
         self.metrics = metrics
         self.seen: dict[str, int] = {}
         self.waits = waits or RealmWaits()
+        self.batch_log = batch_log
 
     def poll(self, query: StreamingQuery, name: str, every_batch: bool) -> None:
         for progress in new_progress(query, self.seen.get(name, -1)):
             self.seen[name] = progress["batchId"]
             report = self.waits.seen(_report(name, progress), self.summary)
+            if self.batch_log is not None:
+                log_batch(self.batch_log, name, progress, report)
             if self.metrics is not None:
                 self.metrics.observe(name, progress, report.heights, report.records_by_topic)
                 for realm, status in report.waiting.items():
@@ -349,7 +378,7 @@ def run_job(
     descriptors = DescriptorWatch(jvm, _warn_descriptors)
     waits = RealmWaits(after_blocks=config.stall_after_blocks, publish=health_publisher(settings),
                        declared=declared_stalls(settings, realms))
-    follower = _Follower(summary, on_batch, metrics, waits)
+    follower = _Follower(summary, on_batch, metrics, waits, settings.batch_log)
     stalls = _StallWatch(settings.checkpoint_dir)
     stuck = StuckBatchWatch(jvm, settings.stuck_batch_seconds,
                             lambda: bool(spark.sparkContext.statusTracker().getActiveStageIds())

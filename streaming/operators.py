@@ -42,9 +42,11 @@ from pubsub_core.stages.topics import INPUTS, VIEWS, kind_of, topic
 
 from state import StateBackend
 from state.spark import SparkStateBackend
+from streaming.spans import OperatorSpans, SpanClock, TimedState
 
 __all__ = [
     "BatchSummary",
+    "SPANS",
     "WAITING",
     "Writer",
     "feed_order",
@@ -209,15 +211,22 @@ WAITING = "waiting"
 key ``{"realm": R, "waiting": WaitingStatus JSON or null}``, records the blocks queued behind the first one."""
 
 
+SPANS = "spans"
+"""The summary row kind (topic ``<realm>.spans``, never a Kafka topic) of an operator call's ``OperatorSpans``: key
+its JSON, records 0."""
+
+
 @dataclass
 class BatchSummary:
     """What a stage wrote in a micro-batch, handed to Spark in the records' place: records per topic, each
-    seal's height (the job's progress line and its ``heights`` metric), and Stage R's first waiting block after
-    the batch (``waiting``: realm -> status, None when no block waits)."""
+    seal's height (the job's progress line and its ``heights`` metric), Stage R's first waiting block after
+    the batch (``waiting``: realm -> status, None when no block waits) and the call's spans (``spans``: realm ->
+    where the call's time went)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     seals: list[tuple[str, str]] = field(default_factory=list)
     waiting: dict[str, WaitingStatus | None] = field(default_factory=dict)
+    spans: dict[str, OperatorSpans] = field(default_factory=dict)
 
     def add(self, rows: Iterable[ProducerRecord]) -> None:
         """Count ``rows`` in (written records)."""
@@ -229,12 +238,14 @@ class BatchSummary:
 
     def frame(self) -> Any:
         """As one pandas DataFrame (``streaming.processors.OUTPUT_SCHEMA``): a row per topic with its count
-        (``key`` null), a row per seal with its height as the key (count 1)."""
+        (``key`` null), a row per seal with its height as the key (count 1), a ``waiting`` row and a ``spans``
+        row per realm they name."""
         import pandas as pd
 
         rows = [(name, None, n) for name, n in sorted(self.counts.items())] + [(t, k, 1) for t, k in self.seals]
         rows += [(f"{realm}.{WAITING}", waiting_key(realm, status), 0 if status is None else status.later_blocks)
                  for realm, status in sorted(self.waiting.items())]
+        rows += [(f"{realm}.{SPANS}", spans.to_json(), 0) for realm, spans in sorted(self.spans.items())]
         return pd.DataFrame({"topic": [t for t, _, _ in rows], "key": [k for _, k, _ in rows],
                              "records": pd.Series([n for _, _, n in rows], dtype="int64")})
 
@@ -264,30 +275,37 @@ PROFILE_ENV = "PUBSUB_OPERATOR_PROFILE"
 cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, for benchmarks/pipeline_bench)."""
 
 
-def _frames(name: str, chunks: Iterator[list[ProducerRecord]], backend: SparkStateBackend, writer: Writer,
+def _frames(name: str, realm: str, chunks: Iterator[list[ProducerRecord]], backend: SparkStateBackend,
+            writer: Writer, clock: SpanClock,
             waiting: Callable[[], dict[str, WaitingStatus | None]] | None = None) -> Iterator[Any]:
     """Each chunk written as soon as it is made, then the batch's state pages (one MapState call per changed
     page), every record delivered, and the batch's summary (with ``waiting()``, Stage R's waiting status after
-    the batch); with ``PROFILE_ENV``, under cProfile."""
+    the batch, and the call's spans from ``clock``); with ``PROFILE_ENV``, under cProfile."""
     folder = os.environ.get(PROFILE_ENV)
     profile = cProfile.Profile() if folder else None
     if profile is not None:
         profile.enable()
     summary = BatchSummary()
     for chunk in chunks:
+        clock.add("protocol")
         writer.write(chunk)
         summary.add(chunk)
+        clock.add("write")
     if waiting is not None:
         summary.waiting = waiting()
+        clock.add("protocol")
+    state_read = clock.state.seconds
     backend.flush()
+    clock.add("state_write")
     writer.flush()
+    clock.add("deliver")
     if profile is not None and folder:
         profile.disable()
         os.makedirs(folder, exist_ok=True)
         count = len([f for f in os.listdir(folder) if f.startswith(f"{name}-{os.getpid()}-")])
         profile.dump_stats(os.path.join(folder, f"{name}-{os.getpid()}-{count}.prof"))
-    if summary.counts or summary.seals or summary.waiting:
-        yield summary.frame()
+    summary.spans[realm] = clock.done(state_read)
+    yield summary.frame()
 
 
 def seam_last(chunks: Iterable[list[ProducerRecord]], hold_bytes: int = SEAM_HOLD_BYTES) -> Iterator[list[ProducerRecord]]:
@@ -320,9 +338,13 @@ def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: Protocol
                  writer: Writer) -> Iterator[Any]:
     """Stage R over one realm's input DataFrames, its state in ``pages`` (the key's MapState), its records to
     ``writer``: the batch's summary."""
-    backend = page_backend(pages)
-    chunks = relay_chunks(realm, _kafka_rows(frames), backend, config, seam_key)
-    yield from _frames("relay", seam_last(chunks), backend, writer,
+    state = TimedState(pages)
+    clock = SpanClock("relay", realm, state)
+    backend = page_backend(state)
+    rows = _kafka_rows(frames)
+    clock.add("rows")
+    chunks = relay_chunks(realm, rows, backend, config, seam_key)
+    yield from _frames("relay", realm, seam_last(chunks), backend, writer, clock,
                        lambda: {realm: RelayStage(realm, config, backend).waiting()})
 
 
@@ -330,6 +352,10 @@ def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages:
                       seam_key: bytes, writer: Writer) -> Iterator[Any]:
     """Stage S over one subscriber's seam DataFrames, its state in ``pages``, its records to ``writer``: the
     batch's summary."""
-    backend = page_backend(pages)
-    chunks = subscriber_chunks(realm, subscriber, _kafka_rows(frames), backend, config, seam_key)
-    yield from _frames("subscriber", chunks, backend, writer)
+    state = TimedState(pages)
+    clock = SpanClock("subscriber", f"{realm}/{subscriber}", state)
+    backend = page_backend(state)
+    rows = _kafka_rows(frames)
+    clock.add("rows")
+    chunks = subscriber_chunks(realm, subscriber, rows, backend, config, seam_key)
+    yield from _frames("subscriber", realm, chunks, backend, writer, clock)

@@ -105,8 +105,9 @@ def _source(spark: SparkSession, settings: Settings, pattern: str) -> DataFrame:
 
 def _observed(summary: DataFrame, name: str) -> DataFrame:
     """Per-batch counts of records written per topic kind and per topic (``topic=count``, for the metrics), the
-    sealed heights (``realm:number``) and Stage R's waiting status per realm (``waiting``:
-    ``streaming.operators.parse_waiting``), from the operators' summaries (``streaming.operators.BatchSummary``).
+    sealed heights (``realm:number``), Stage R's waiting status per realm (``waiting``:
+    ``streaming.operators.parse_waiting``) and each operator call's spans (``streaming.spans``), from the operators'
+    summaries (``streaming.operators.BatchSummary``).
     Written as SQL: the same metrics built from Column calls cost about 300 py4j round trips, 0.15 s of every
     query start."""
     from pyspark.sql import functions as F
@@ -116,9 +117,10 @@ def _observed(summary: DataFrame, name: str) -> DataFrame:
     heights = F.expr(f"collect_set(CASE WHEN {kind} = 'seals' THEN concat(substring_index(topic, '.', 1), ':', key) END)"
                      " AS heights")
     waiting = F.expr(f"collect_set(CASE WHEN {kind} = 'waiting' THEN key END) AS waiting")
-    by_topic = F.expr(f"collect_list(CASE WHEN {kind} <> 'waiting' THEN concat(topic, '=', CAST(records AS STRING)) END)"
-                      " AS by_topic")
-    return summary.observe(name, *counts, heights, waiting, by_topic)
+    spans = F.expr(f"collect_list(CASE WHEN {kind} = 'spans' THEN key END) AS spans")
+    by_topic = F.expr(f"collect_list(CASE WHEN {kind} NOT IN ('waiting', 'spans') "
+                      "THEN concat(topic, '=', CAST(records AS STRING)) END) AS by_topic")
+    return summary.observe(name, *counts, heights, waiting, spans, by_topic)
 
 
 def _writer(summary: DataFrame, checkpoint: CheckpointLocation, name: str, settings: Settings,

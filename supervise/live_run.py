@@ -170,6 +170,8 @@ class LiveSnapshot:
     """(block number, subscriber) -> its proof."""
     pov_times: dict[int, int] = field(default_factory=dict)
     """Block number -> timestamp of its last PoV record (when Stage S had served every subscriber)."""
+    last_update: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Block number -> (timestamp, subscriber) of its latest update."""
 
     @property
     def head(self) -> int:
@@ -218,7 +220,8 @@ class LiveMonitor:
         with self._lock:
             s = self._state
             return LiveSnapshot(dict(s.blocks), s.upward, dict(s.views), list(s.updates),
-                                Counter(s.updates_per_subscriber), dict(s.pov), dict(s.pov_times))
+                                Counter(s.updates_per_subscriber), dict(s.pov), dict(s.pov_times),
+                                dict(s.last_update))
 
     def _run(self) -> None:
         names = [topic(self.realm, kind) for kind in ("blocks", "upward", VIEWS, "updates", "pov")]
@@ -267,8 +270,11 @@ class LiveMonitor:
             if record_id is None or record_id in self._seen:
                 return
             self._seen.add(record_id)
-            state.updates.append((int(body["relay_block_number"]), millis))
-            state.updates_per_subscriber[int(body["subscriber"])] += 1
+            number, subscriber = int(body["relay_block_number"]), int(body["subscriber"])
+            state.updates.append((number, millis))
+            state.updates_per_subscriber[subscriber] += 1
+            if millis >= state.last_update.get(number, (millis, 0))[0]:
+                state.last_update[number] = (millis, subscriber)
         elif kind == "pov":
             number, subscriber = int(body["relay_block_number"]), int(body["subscriber"])
             state.pov[(number, subscriber)] = PovRecord(int(body["proof_bytes"]), int(body["budget"]["pubsub"]),
@@ -288,6 +294,8 @@ class LivePlan:
     checkpoint: Path
     logs: Path
     trigger_seconds: float = 1.0
+    job_env: tuple[tuple[str, str], ...] = ()
+    """Environment the job gets besides the supervisor's (settings as ``PUBSUB_*`` variables)."""
 
     def pacing(self) -> Pacing:
         """How the producer will send (``LiveRateError`` if the rate does not fit the per-para cap)."""
@@ -360,7 +368,7 @@ class LiveRun:
         shutil.rmtree(self.plan.logs, ignore_errors=True)
         self.monitor.__enter__()
         start = self.supervisor.start
-        start("job", self.plan.job(self.bootstrap), env={"COLUMNS": "400"})  # one progress line per batch
+        start("job", self.plan.job(self.bootstrap), env={"COLUMNS": "400", **dict(self.plan.job_env)})  # a line a batch
         start("follow", self.plan.follower(self.bootstrap), stdout=self.follow_log)
         start("setup", self.plan.producer(self.bootstrap, seconds=0.001), may_finish=True)
         start("author", self.plan.author(self.bootstrap), env={"PUBSUB_AUTHOR_KEY": WORKLOAD_AUTHOR_SEED.hex()})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 from collections import Counter
 from collections.abc import Iterable
@@ -267,20 +268,43 @@ def test_a_stage_writes_every_record_before_it_hands_spark_the_summary() -> None
     """``relay_frames`` writes each chunk as it is made, delivers all before its one summary frame, and the
     records written are ``relay_rows``' (same order, id carried)."""
     from streaming.operators import _frames, page_backend, relay_chunks
+    from streaming.spans import OperatorSpans, SpanClock, TimedState
 
     rows, _ = kafka_inputs((EXAMPLES / "busy.jsonl").read_bytes().splitlines())
     writer = ListWriter()
     pages = Pages()
-    backend = page_backend(pages)
-    frames = _frames("relay", relay_chunks("polkadot", rows, backend, CONFIG, KEY), backend, writer)
+    state = TimedState(pages)
+    backend = page_backend(state)
+    clock = SpanClock("relay", "polkadot", state)
+    frames = _frames("relay", "polkadot", relay_chunks("polkadot", rows, backend, CONFIG, KEY), backend, writer,
+                     clock)
     summaries = list(frames)
     expected = relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
     assert writer.records == expected
     assert writer.flushes == [len(expected)]
     assert pages  # the state pages were written before the summary
     assert len(summaries) == 1
-    counted = summaries[0].groupby("topic")["records"].sum().to_dict()
+    frame = summaries[0]
+    counted = frame[frame["topic"] != "polkadot.spans"].groupby("topic")["records"].sum().to_dict()
     assert counted == {t: sum(1 for r in expected if r.topic == t) for t in {r.topic for r in expected}}
+    spans = OperatorSpans.from_json(frame[frame["topic"] == "polkadot.spans"]["key"].item())
+    assert (spans.stage, spans.group, spans.pid) == ("relay", "polkadot", os.getpid())
+    assert spans.start <= spans.end
+    assert spans.protocol > 0 and spans.state_write > 0 and spans.state_read > 0
+
+
+def test_timed_state_passes_every_call_through_and_counts_its_time() -> None:
+    """The pages the backend sees through ``TimedState`` are the MapState's own: same values, same writes."""
+    from streaming.spans import TimedState
+
+    pages = Pages()
+    timed = TimedState(pages)
+    timed.updateValue(("a", 1), (b"x",))
+    timed.updateValue(("b", 2), (b"y",))
+    timed.removeKey(("b", 2))
+    assert timed.getValue(("a", 1)) == (b"x",) and timed.getValue(("b", 2)) is None
+    assert pages == {("a", 1): (b"x",)}
+    assert timed.seconds > 0
 
 
 def test_stage_r_takes_a_batch_s_genesis_first_and_its_blocks_last() -> None:
