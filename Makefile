@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 JARS_LINK := settings/jars
 export PUBSUB_RUNTIME_DIR ?= $(CURDIR)/.runtime
 
-.PHONY: setup test-jars native demo test check lint typecheck broker-stop clean-runtime check-tools dist
+.PHONY: setup test-jars native demo test check lint typecheck broker-stop clean-runtime check-tools dist class-archive
 
 setup: check-tools $(PY_STAMP) $(NATIVE_STAMP) $(JAR_STAMP) $(LOCAL_FS_JAR) $(JARS_LINK)
 native: $(NATIVE_STAMP)
@@ -91,6 +91,11 @@ $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(PY_STAMP)
 	jar --create --file $@ -C build/local-fs .
 
 # The package's jar folder (package data: the wheel carries the jars) is jvm/lib in the checkout.
+# The class data sharing archive of Spark's driver JVM that a (re)started job maps (docs/operations.md, "After a
+# crash"): only on request, as it runs a Spark session for a minute or two.
+class-archive: setup
+	$(PY) -m cli.main job --write-class-archive
+
 $(JARS_LINK):
 	ln -sfn ../jvm/lib $@
 

@@ -312,10 +312,44 @@ def admission(record: Mapping[str, Any]) -> str:
                               "share"], rows))
 
 
+def recovery(record: Mapping[str, Any]) -> str:
+    """A SIGKILLed job's restart: per variant, the median (range) of each phase and of the two end points, with the
+    change of each later variant against the first."""
+    figures = record["figures"]
+    variants: dict[str, Any] = figures["variants"]
+    names = list(variants)
+
+    def cell(spread: Mapping[str, float] | None) -> str:
+        return "-" if spread is None else f"{spread['median']:.2f} ({spread['min']:.2f}-{spread['max']:.2f})"
+
+    def change(first: Mapping[str, float] | None, other: Mapping[str, float] | None) -> str:
+        return "-" if not first or not other or not first["median"] else f"{other['median'] / first['median'] - 1:+.0%}"
+
+    phases: list[str] = []
+    for variant in variants.values():
+        phases += [name for name in variant["summary"]["phases"] if name not in phases]
+    lines = [(name, [variants[v]["summary"]["phases"].get(name) for v in names]) for name in phases]
+    lines += [(label, [variants[v]["summary"].get(key) for v in names])
+              for label, key in (("**restart -> first committed batch**", "first_batch_s"),
+                                 ("**restart -> first update after the kill**", "first_update_s"))]
+    rows = [[label, *(cell(s) for s in spreads), *(change(spreads[0], s) for s in spreads[1:])]
+            for label, spreads in lines]
+    loads = [run["load_average_before"][0] for variant in variants.values() for run in variant["runs"]]
+    plan = figures["plan"]
+    note = (f"{variants[names[0]]['summary']['runs']} kills per variant, alternated; seconds, median (range). "
+            f"Live workload at {plan['block_time']:g} s blocks, {plan['rate']:g} records/s, trigger "
+            f"{plan['trigger_seconds']:g} s, {plan['settle_seconds']:g} s of running between a recovery and the next "
+            f"kill. 1-minute load average before the kills: {min(loads):.1f}-{max(loads):.1f} on "
+            f"{record['machine'].get('cores', '?')} cores. Cold start (empty checkpoint, {names[0]}): first batch "
+            f"{figures['cold_start']['first_batch_s']:.1f} s, first update {figures['cold_start']['first_update_s']:.1f} s.")
+    header = ["phase (s)", *names, *(f"{name} vs {names[0]}" for name in names[1:])]
+    return note + "\n\n" + markdown_table(header, rows)
+
+
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "metering": metering, "seam": seam, "trie": trie, "simulator": simulator, "pipeline": pipeline,
     "mapstate": mapstate, "scaling": scaling, "admission": admission, "latency": latency, "progress": progress,
-    "state": state, "latency_budget": latency_budget,
+    "state": state, "latency_budget": latency_budget, "recovery": recovery,
 }
 """Result name (benchmarks/results/<name>.json) -> its table; the doc's section markers use the same name."""
 

@@ -132,6 +132,9 @@ class Settings:
     """A file the job appends one JSON line to per micro-batch that ran: Spark's progress and each operator call's
     spans (``streaming.spans``), for ``benchmarks/latency_budget.py``, kept to ``streaming.job.BATCH_LOG_BYTES`` and
     one older file; None: no such file."""
+    spark_class_archive: Path | None = None
+    """A class data sharing archive the driver's JVM maps at its start (`pubsub job --write-class-archive` writes
+    it); None: the runtime folder's ``jvm/spark-driver.jsa``, if that was built (``streaming.class_archive``)."""
 
     def __post_init__(self) -> None:
         if not _TOPIC.match(self.topic("x")):
@@ -229,7 +232,7 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
         if name == "checkpoint_dir":
             return checkpoint_location(raw)
         if name in ("protocol_config", "kafka_ssl_ca_file", "kafka_ssl_cert_file",
-                    "kafka_ssl_key_file", "batch_log"):
+                    "kafka_ssl_key_file", "batch_log", "spark_class_archive"):
             return Path(raw)
         if "bool" in str(kind):
             if isinstance(raw, bool):

@@ -12,6 +12,7 @@ __all__ = [
     "CheckpointDiskFull",
     "CheckpointUnreachable",
     "CheckpointUnreadable",
+    "ClassArchiveNotWritten",
     "KafkaUnavailable",
     "MetricsError",
     "QueryFailed",
@@ -32,6 +33,15 @@ class ShippingError(StreamingError):
         super().__init__(f"cannot pack {venv} for the executors: {reason}")
         self.venv = venv
         self.reason = reason
+
+
+class ClassArchiveNotWritten(StreamingError):
+    """Spark's JVM exited without writing the class archive it was asked for (its reason is in Spark's log)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"Spark's JVM exited without writing its class archive {path} (see logs/spark.log in the "
+                         "runtime folder)")
+        self.path = path
 
 
 class KafkaUnavailable(StreamingError):

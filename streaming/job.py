@@ -50,6 +50,7 @@ from streaming.pipeline import (
     served_realms,
     subscriber_query,
 )
+from streaming.startup import StartupLog, batch_end
 from streaming.stuck import StuckBatchWatch
 
 if TYPE_CHECKING:
@@ -219,8 +220,9 @@ class _Follower:
 
     def __init__(self, summary: JobSummary, on_batch: Callable[[BatchReport], None] | None,
                  metrics: JobMetrics | None = None, waits: RealmWaits | None = None,
-                 batch_log: Path | None = None) -> None:
+                 batch_log: Path | None = None, startup: StartupLog | None = None) -> None:
         self.summary = summary
+        self.startup = startup
         self.on_batch = on_batch
         self.metrics = metrics
         self.seen: dict[str, int] = {}
@@ -230,6 +232,8 @@ class _Follower:
     def poll(self, query: StreamingQuery, name: str, every_batch: bool) -> None:
         for progress in new_progress(query, self.seen.get(name, -1)):
             self.seen[name] = progress["batchId"]
+            if self.startup is not None:
+                self.startup.phase(f"{name} first batch", batch_end(progress), _first_batch_detail(progress))
             report = self.waits.seen(_report(name, progress), self.summary)
             if self.batch_log is not None:
                 log_batch(self.batch_log, name, progress, report)
@@ -247,6 +251,13 @@ class _Follower:
                 self.summary.heights[realm] = max(self.summary.heights.get(realm, 0), n)
             if self.on_batch:
                 self.on_batch(report)
+
+
+def _first_batch_detail(progress: dict[str, Any]) -> str:
+    """A start-up line's detail for a query's first batch: its id, rows in and the phases Spark timed."""
+    phases = ", ".join(f"{name} {int(ms) / 1000:.2f}s" for name, ms in (progress.get("durationMs") or {}).items()
+                       if name != "triggerExecution")
+    return f"(batch {progress['batchId']}, {progress['numInputRows']} rows in: {phases})"
 
 
 class RealmWaits:
@@ -350,15 +361,22 @@ def run_job(
     endpoint and for each periodic restart of the queries."""
     from pyspark.errors import StreamingQueryException
 
-    from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark, jvm_pid
+    from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark, jvm_pid, jvm_start_times
 
     _log_to_stderr()
+    startup = StartupLog(_LOG)
+    startup.phase("interpreter and imports")
     require_kafka(settings)
     admin = admin_client(settings)  # one connection for the job's topic scans
     realms = _realms_now(settings, admin)
     ensure_outputs(settings, realms, admin)
     config = load_protocol_config(settings.protocol_config, settings.seam)
+    startup.phase("Kafka and topics")
     spark = build_spark(settings, app_name="rfc0160-pubsub", log_file=runtime_dir() / "logs" / "spark.log")
+    jvm_started, context_started = jvm_start_times(spark)
+    startup.phase("Spark's launcher", jvm_started)
+    startup.phase("JVM start", context_started)
+    startup.phase("Spark session")
     if isinstance(settings.checkpoint_dir, HadoopPath):  # one line, in seconds, for a NameNode down or unreachable
         check_reachable(spark, settings.checkpoint_dir)
     key = seam_key(settings, spark)
@@ -378,7 +396,7 @@ def run_job(
     descriptors = DescriptorWatch(jvm, _warn_descriptors)
     waits = RealmWaits(after_blocks=config.stall_after_blocks, publish=health_publisher(settings),
                        declared=declared_stalls(settings, realms))
-    follower = _Follower(summary, on_batch, metrics, waits, settings.batch_log)
+    follower = _Follower(summary, on_batch, metrics, waits, settings.batch_log, startup)
     stalls = _StallWatch(settings.checkpoint_dir)
     stuck = StuckBatchWatch(jvm, settings.stuck_batch_seconds,
                             lambda: bool(spark.sparkContext.statusTracker().getActiveStageIds())
@@ -437,6 +455,7 @@ def run_job(
             # since an available-now query takes the end offsets of its sources when it starts.
             queries = [("relay", relay_query(spark, settings, config, key, True).start())]
             subscribers = subscriber_query(spark, settings, config, key, True)
+            startup.phase("queries started")
             follow(queries)
             if not stopped():
                 queries = [("subscribers", subscribers.start())]
@@ -446,6 +465,7 @@ def run_job(
             while True:
                 queries = [("relay", relay_query(spark, settings, config, key, False).start()),
                            ("subscribers", subscriber_query(spark, settings, config, key, False).start())]
+                startup.phase("queries started")
                 follow(queries, None if period is None else time.monotonic() + period)
                 if stopped() or expired() or not all(q.isActive for _, q in queries):
                     break

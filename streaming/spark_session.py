@@ -21,6 +21,9 @@ What it fixes, and why (Spark's Structured Streaming guide, "transformWithState"
   second in a live job (docs/benchmarks.md, "Measured code choices"). FileSystem's rename is one POSIX rename here,
   atomic as the checkpoint needs; the ``chmod`` stays (Hadoop sets a file's mode through a process when its native
   library is absent). On HDFS (an ``hdfs://`` checkpoint) FileSystem's rename is the NameNode's, atomic too.
+- the driver's JVM maps a class data sharing archive of Spark's classes when `pubsub job --write-class-archive`
+  built one (``streaming.class_archive``): a restarted job's session starts sooner (docs/benchmarks.md,
+  "Recovery after a crash").
 - SPARK_HOME is a folder of links to the pyspark package's bin/, jars/ and sbin/ without its python/lib/ zips
   (``worker_spark_home``), so Python workers import pyspark compiled from site-packages, not from source in a zip.
 """
@@ -30,19 +33,20 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from settings.errors import JarsMissingError
 from settings.paths import jvm_lib_dir, runtime_dir
 from settings.settings import JIT_JAVA_OPTIONS, Settings
+from streaming.class_archive import archive_in_use, use_options
 from streaming.shipping import EXECUTOR_PYTHON, driver_folder, pack_environment, shipping_conf, wants_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here
 
-__all__ = ["SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_seconds", "jvm_pid", "local_file_system_jar",
+__all__ = ["SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_seconds", "jvm_pid", "jvm_start_times", "local_file_system_jar",
            "prepare_environment", "prometheus_conf", "pyspark_package_dir", "pyspark_version", "spark_conf",
            "worker_spark_home"]
 
@@ -99,6 +103,13 @@ def jit_seconds() -> float | None:
     return float(bean.getTotalCompilationTime()) / 1000
 
 
+def jvm_start_times(spark: SparkSession) -> tuple[float, float]:
+    """When the session's JVM process started and when its SparkContext began, in seconds since the epoch (the
+    start-up log's split of a session's start: spark-submit's launcher, the JVM, the context)."""
+    runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()  # type: ignore[union-attr]
+    return int(runtime.getStartTime()) / 1000, int(spark.sparkContext.startTime) / 1000
+
+
 def jvm_pid(spark: SparkSession) -> int:
     """The process id of the session's JVM (the driver's; in local mode the executor's too)."""
     return int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
@@ -144,9 +155,14 @@ REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|jaas"
 """Conf and option names Spark redacts (``spark.redaction.regex``)."""
 
 
-def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str, str]:
-    """Every conf the project sets, as a dict (for the session builder and for spark-submit --conf)."""
+def spark_conf(settings: Settings, app_name: str, ui: bool = False, driver_options: Sequence[str] = (),
+               use_archive: bool = True) -> dict[str, str]:
+    """Every conf the project sets, as a dict (for the session builder and for spark-submit --conf). The driver's
+    JVM maps the class archive if there is one (``class_archive.archive_in_use``; not with ``use_archive`` False)
+    and takes ``driver_options`` too."""
     java_options = " ".join((f"-Dlog4j2.configurationFile={LOG4J2_CONF}", *JIT_JAVA_OPTIONS[settings.spark_jit]))
+    archive = archive_in_use(settings) if use_archive else None
+    driver_java = " ".join((java_options, *(use_options(archive) if archive is not None else ()), *driver_options))
     local_fs = local_file_system_jar()
     conf = {
         "spark.app.name": app_name,
@@ -170,7 +186,7 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False) -> dict[str,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-        "spark.driver.extraJavaOptions": java_options,
+        "spark.driver.extraJavaOptions": driver_java,
         "spark.executor.extraJavaOptions": java_options,
         # Spark masks options whose name matches this in its UI, logs and event log: its default (secret, password,
         # token, access key) and the Kafka client key the source takes inline (kafka.ssl.keystore.key)
@@ -245,15 +261,17 @@ def _working_folder(folder: Path | None) -> Iterator[None]:
 
 
 def build_spark(
-    settings: Settings, app_name: str = "rfc0160-pubsub", ui: bool = False, log_file: Path | None = None
+    settings: Settings, app_name: str = "rfc0160-pubsub", ui: bool = False, log_file: Path | None = None,
+    driver_options: Sequence[str] = (), use_archive: bool = True,
 ) -> SparkSession:
     """A session configured as above (or the active one, whose static confs then cannot change); with
-    ``log_file``, Spark's and its Python workers' console output goes to that file."""
+    ``log_file``, Spark's and its Python workers' console output goes to that file. ``driver_options`` and
+    ``use_archive``: as for ``spark_conf``."""
     prepare_environment()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    conf = spark_conf(settings, app_name, ui)
+    conf = spark_conf(settings, app_name, ui, driver_options, use_archive)
     for key, value in conf.items():
         builder = builder.config(key, value)
     shipped = conf["spark.pyspark.python"] == EXECUTOR_PYTHON

@@ -21,14 +21,21 @@ def register(subparsers: Any) -> None:
             "took 0.1 s or more (Spark's names: addBatch, queryPlanning, stateCommit, ...) and its time."
         ),
         epilog="Examples: pubsub job --available-now; pubsub job --realm polkadot (until Ctrl-C); "
+               "pubsub job --write-class-archive (once, for quicker restarts); "
                "pubsub job --master spark://host:7077 --checkpoint /shared/checkpoints. "
                "Details: docs/operations.md, 'The Spark job'.",
     )
     add_job_arguments(parser)
+    parser.add_argument("--write-class-archive", action="store_true",
+                        help="instead of running the job: run a Spark session once and write the class archive its "
+                             "driver's JVM then maps at each start, for a quicker (re)start (to spark_class_archive, "
+                             "default jvm/spark-driver.jsa in the runtime folder; docs/operations.md, 'After a crash')")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.write_class_archive:
+        return write_class_archive(args)
     from state.native import build_name
     from streaming.job import run_job
     from supervise.kafka_broker import ensure_kafka
@@ -45,4 +52,15 @@ def run(args: argparse.Namespace) -> int:
     ended = "Job done" if summary.stopped_by is None else f"Job stopped by {summary.stopped_by}"
     console.print(f"{ended}: {summary.batches} batches, {summary.input_rows} input rows, {out}"
                   + (f"; relay height {heights}" if heights else "") + f" in {summary.seconds:.1f}s.")
+    return 0
+
+
+def write_class_archive(args: argparse.Namespace) -> int:
+    """Write the class archive of Spark's driver JVM (``streaming.class_archive_build``); starts no broker."""
+    from streaming.class_archive_build import build_class_archive
+
+    settings = settings_from_args(args)
+    path = build_class_archive(settings, settings.spark_class_archive)
+    console.print(f"Wrote {path} ({path.stat().st_size / 2**20:.0f} MiB): the job's driver JVM maps it at each start.",
+                  highlight=False)
     return 0

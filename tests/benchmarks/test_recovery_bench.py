@@ -1,0 +1,26 @@
+"""The recovery benchmark's split of a restart into phases, from the job's start-up lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.recovery_bench import phases_of, split
+
+
+def test_a_restart_splits_into_the_phases_the_job_logged_then_the_first_batch_and_the_catch_up(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("Starting the job\n"
+                   "INFO streaming.job: start-up: interpreter and imports at 1.00s (+1.00s)\n"
+                   "INFO streaming.job: start-up: Kafka and topics at 1.20s (+0.20s)\n"
+                   "relay batch 3: 30 rows in\n"
+                   "INFO streaming.job: start-up: Spark's launcher at 1.70s (+0.50s)\n"
+                   "INFO streaming.job: start-up: JVM start at 3.70s (+2.00s)\n"
+                   "INFO streaming.job: start-up: Spark session at 5.00s (+1.30s)\n"
+                   "INFO streaming.job: start-up: queries started at 6.00s (+1.00s)\n"
+                   "INFO streaming.job: start-up: subscribers first batch at 9.50s (+3.50s) (batch 4, ...)\n"
+                   "INFO streaming.job: start-up: relay first batch at 9.00s (+-0.50s) (batch 3, ...)\n")
+    phases = phases_of(log)
+    assert phases["relay first batch"] == 9.0 and phases["subscribers first batch"] == 9.5
+    assert split(phases, 12.0) == {"interpreter and imports": 1.0, "Kafka and topics": 0.2, "Spark's launcher": 0.5,
+                                   "JVM start": 2.0, "Spark session": 1.3, "queries started": 1.0,
+                                   "first batch": 3.0, "catch-up": 3.0}
