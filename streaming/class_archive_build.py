@@ -16,7 +16,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 from settings.paths import runtime_dir
 from settings.settings import Settings
-from streaming.class_archive import default_archive, dump_options
+from streaming.class_archive import default_archive, dump_options, manifest_of, write_manifest
 from streaming.errors import ClassArchiveNotWritten
 
 __all__ = ["OUTPUT_SCHEMA", "RowCount", "build_class_archive"]
@@ -44,7 +44,8 @@ class RowCount(StatefulProcessor):
 def build_class_archive(settings: Settings, target: Path | None = None, timeout: float = 300.0) -> Path:
     """Start a session with the job's confs, run a batch query and a transformWithState query in pandas (RocksDB
     state store, one trigger, twice: the second loads the first's state), stop the JVM and wait for it to write
-    the archive; returns its path. The file appears whole or not at all (written beside it, then renamed)."""
+    the archive and its manifest; returns its path. The file appears whole or not at all (written beside it, then
+    renamed)."""
     from pyspark import SparkContext
     from pyspark.sql import functions
 
@@ -75,5 +76,6 @@ def build_class_archive(settings: Settings, target: Path | None = None, timeout:
         process.wait(timeout)
     if not partial.is_file():
         raise ClassArchiveNotWritten(partial)
+    write_manifest(partial, manifest_of(target))  # before the archive: a manifest naming another size is refused
     os.replace(partial, target)
     return target
