@@ -108,10 +108,9 @@ def run_one(settings: Any, block_time: float, args: argparse.Namespace) -> dict[
     return result
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks.latency_bench", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+def add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    """The live pipeline's options, shared with ``benchmarks.latency_budget``: block times, the workload, the
+    traffic's length, the job's trigger and the drain's timeout."""
     parser.add_argument("--block-time", type=float, action="append", metavar="SECONDS",
                         help="a block time to run, repeatable (default: 6 and 1)")
     parser.add_argument("--rate", type=float, default=500.0, help="publishes/s requested (default: 500)")
@@ -119,11 +118,18 @@ def main() -> int:
     parser.add_argument("--subscribers", type=int, default=5, help="subscriber paras (default: 5)")
     parser.add_argument("--keys", type=int, default=16, help="keys per publisher (default: 16, full messages allowed)")
     parser.add_argument("--subscribed-keys", type=int, default=8, help="keys each subscriber follows (default: 8)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="seconds of traffic per block time (default: 60)")
+    parser.add_argument("--seconds", type=float, default=60.0, help="seconds of traffic per run (default: 60)")
     parser.add_argument("--trigger-seconds", type=float, default=0.5,
                         help="the job's micro-batch interval (default: 0.5)")
     parser.add_argument("--drain-timeout", type=float, default=240.0, metavar="SECONDS",
                         help="how long to wait for the job to serve the last block (default: 240)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks.latency_bench", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    add_live_arguments(parser)
     parser.add_argument("--out", type=Path, default=None,
                         help="results file (default: benchmarks/results/latency.json)")
     args = parser.parse_args()

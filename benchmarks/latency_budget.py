@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import read_result, stop_cleanly_on_sigterm, write_result
-from benchmarks.latency_bench import fitting_rate
+from benchmarks.latency_bench import add_live_arguments, fitting_rate
 from benchmarks.render import RENDERERS
 from producers.readers.latency import percentile
 from producers.workload import WorkloadSpec
@@ -237,20 +237,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="benchmarks.latency_budget", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    parser.add_argument("--block-time", type=float, action="append", metavar="SECONDS",
-                        help="a block time to run, repeatable (default: 6 and 1)")
-    parser.add_argument("--rate", type=float, default=500.0, help="publishes/s requested (default: 500)")
-    parser.add_argument("--publishers", type=int, default=20, help="publisher paras, 2 of them system (default: 20)")
-    parser.add_argument("--subscribers", type=int, default=5, help="subscriber paras (default: 5)")
-    parser.add_argument("--keys", type=int, default=16, help="keys per publisher (default: 16)")
-    parser.add_argument("--subscribed-keys", type=int, default=8, help="keys each subscriber follows (default: 8)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="seconds of traffic per run (default: 60)")
-    parser.add_argument("--trigger-seconds", type=float, default=0.5, help="the job's trigger interval (default: 0.5)")
+    add_live_arguments(parser)
     parser.add_argument("--compare", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE]",
                         help="the settings of an arm run beside the baseline, repeatable (default: none)")
     parser.add_argument("--rounds", type=int, default=1, help="rounds of baseline and arms per block time (default: 1)")
-    parser.add_argument("--drain-timeout", type=float, default=240.0, metavar="SECONDS",
-                        help="how long to wait for the job to serve the last block (default: 240)")
     parser.add_argument("--out", type=Path, default=None,
                         help="results file (default: benchmarks/results/latency_budget.json)")
     args = parser.parse_args()
