@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,6 @@ def build_class_archive(settings: Settings, target: Path | None = None, timeout:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}")
     partial.unlink(missing_ok=True)
-    settings = replace(settings, spark_class_archive=None)
     spark = build_spark(settings, app_name="rfc0160-class-archive", log_file=runtime_dir() / "logs" / "spark.log",
                         driver_options=dump_options(partial), use_archive=False)
     with tempfile.TemporaryDirectory(prefix="pubsub-class-archive-") as scratch:
