@@ -38,7 +38,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stages", choices=STAGES_MODES,
                         help="fused (one query: a block's subscribers in the batch that applies it, the lowest "
                              "latency), split (Stage R and Stage S as two queries joined by the seam topic) or auto "
-                             "(the checkpoint's own layout; split for a new one, the default) ($PUBSUB_STAGES)")
+                             "(the checkpoint's own layout; fused for a new one, the default) ($PUBSUB_STAGES)")
     parser.add_argument("--spark-jit", choices=JIT_MODES,
                         help="how Spark's JVMs compile: c1 (quick compiler only, the default: least CPU on few cores) "
                              "or tiered (the JVM's default, C1 then C2) ($PUBSUB_SPARK_JIT)")

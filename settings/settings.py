@@ -46,7 +46,7 @@ STAGES_MODES = ("auto", "fused", "split")
 """How the job runs its two stages (docs/pipeline.md, "Fused or split"): ``fused``, one query keyed by realm whose
 batch runs each new block's subscribers too (no seam hop: the lowest latency; a realm's subscribers share its
 task); ``split``, Stage R and Stage S as two queries joined by the seam topic (a realm's subscribers spread over
-the seam's partitions); ``auto``, what the checkpoint was made with, and ``split`` for a new one. A checkpoint
+the seam's partitions); ``auto``, what the checkpoint was made with, and ``fused`` for a new one. A checkpoint
 keeps the layout it was made with."""
 RECONNECT_BACKOFF_MS = 10
 """librdkafka's first reconnect backoff (default 100 ms). A new client's first request, when it comes before the

@@ -26,8 +26,9 @@ FUSED = "fused"
 SPLIT = "split"
 FUSED_FOLDER = "fused"
 SPLIT_FOLDERS = ("relay", "subscribers")
-NEW_CHECKPOINT_STAGES = SPLIT
-"""What ``stages = "auto"`` runs on a checkpoint that holds neither layout yet."""
+NEW_CHECKPOINT_STAGES = FUSED
+"""What ``stages = "auto"`` runs on a checkpoint that holds neither layout yet: fused, whose blocks reach their
+subscribers without the seam's hop (docs/benchmarks.md, "Latency budget")."""
 
 
 def layout_of(names: Collection[str]) -> str | None:

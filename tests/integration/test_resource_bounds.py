@@ -59,8 +59,8 @@ def test_a_subscriber_far_behind_catches_up_in_bounded_batches(kafka_settings: S
     lines = _log("behind", blocks=120, seed=41)
     realms = produce_log(lines, kafka_settings, reset_topics=True)
     cap = 60
-    settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint",
-                                   max_offsets_per_trigger=cap, realms=",".join(realms))
+    settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint", stages="split",
+                                   max_offsets_per_trigger=cap, realms=",".join(realms))  # Stage S behind the seam
     jvm = jvm_pid(build_spark(settings))
     leaked_before = _close_wait_sockets(jvm)
     reports: list[BatchReport] = []

@@ -1,6 +1,7 @@
-"""The fused job (``stages = "fused"``: Stage R and Stage S in one query) on real Kafka and real Spark equals the
-simulator, record for record, whatever the batching and through SIGKILLs; a checkpoint keeps the layout it was made
-with, and the other one is refused in one line.
+"""The job's two layouts on real Kafka and real Spark: the split job (Stage R and Stage S joined by the seam topic)
+equals the simulator record for record as the fused one, the default, does (tests/integration/test_pipeline.py);
+the fused job resumes after SIGKILLs; a checkpoint keeps the layout it was made with, the other one refused in one
+line.
 """
 
 from __future__ import annotations
@@ -24,24 +25,27 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
 @pytest.mark.parametrize(("name", "max_offsets"), [("small.jsonl", 7), ("busy.jsonl", None), ("tight-budget", None)])
-def test_the_fused_job_equals_the_simulator(kafka_settings: Settings, tmp_path: Path, name: str,
+def test_the_split_job_equals_the_simulator(kafka_settings: Settings, tmp_path: Path, name: str,
                                             max_offsets: int | None) -> None:
     lines = (workload(seed=23, blocks=8, keys=6, subscribed_keys=8, value_min=100, value_max=200, update_rate=0.8,
                       max_pov_size=4500, quiet_blocks=8) if name == "tight-budget"
              else (EXAMPLES / name).read_bytes().splitlines())
-    settings = dataclasses.replace(kafka_settings, stages="fused", max_offsets_per_trigger=max_offsets)
+    settings = dataclasses.replace(kafka_settings, stages="split", max_offsets_per_trigger=max_offsets)
     checkpoint = tmp_path / "checkpoint"
     result = verify_log(lines, settings, reset_topics=True, checkpoint=checkpoint)
     assert_equal(result)
-    assert sorted(entry.name for entry in checkpoint.iterdir() if entry.is_dir()) == ["fused"]
+    assert sorted(entry.name for entry in checkpoint.iterdir() if entry.is_dir()) == ["relay", "subscribers"]
     realm = result.topics[0].topic.split(".")[0]
-    assert not list(scan_topic(settings, f"{realm}.relay-views", timeout=10))  # no seam: nothing crossed it
+    assert list(scan_topic(settings, f"{realm}.relay-views", timeout=10))  # the views crossed the seam
 
 
-def test_two_realms_fused_equal_the_simulator(kafka_settings: Settings, tmp_path: Path) -> None:
-    settings = dataclasses.replace(kafka_settings, stages="fused", max_offsets_per_trigger=11)
-    result = verify_log(two_realms(), settings, reset_topics=True, checkpoint=tmp_path / "checkpoint")
+def test_a_new_checkpoint_runs_fused_and_nothing_crosses_the_seam(kafka_settings: Settings, tmp_path: Path) -> None:
+    settings = dataclasses.replace(kafka_settings, max_offsets_per_trigger=11)
+    checkpoint = tmp_path / "checkpoint"
+    result = verify_log(two_realms(), settings, reset_topics=True, checkpoint=checkpoint)
     assert_equal(result)
+    assert sorted(entry.name for entry in checkpoint.iterdir() if entry.is_dir()) == ["fused"]
+    assert not list(scan_topic(settings, "kusama.relay-views", timeout=10))
     assert {t.topic.split(".")[0] for t in result.topics} == {"kusama", "westend"}
 
 
@@ -60,7 +64,7 @@ def test_a_fused_job_killed_twice_resumes_as_fused_and_refuses_to_run_split(kafk
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "job.log"
     realm_flags = [flag for realm in realms for flag in ("--realm", realm)]
     for kill in (1, 2):
-        job = _cli_job(kafka_settings, checkpoint, log, "--stages", "fused", *realm_flags)
+        job = _cli_job(kafka_settings, checkpoint, log, *realm_flags)  # auto: fused for a new checkpoint
         try:
             _wait_for_batches(log, 2 * kill)
         finally:
@@ -86,7 +90,8 @@ def test_a_fused_job_killed_twice_resumes_as_fused_and_refuses_to_run_split(kafk
 def test_a_split_checkpoint_is_not_run_fused(kafka_settings: Settings, tmp_path: Path) -> None:
     lines = (EXAMPLES / "minimal.jsonl").read_bytes().splitlines()
     checkpoint = tmp_path / "checkpoint"
-    assert_equal(verify_log(lines, kafka_settings, reset_topics=True, checkpoint=checkpoint))  # auto, new: split
+    split = dataclasses.replace(kafka_settings, stages="split")
+    assert_equal(verify_log(lines, split, reset_topics=True, checkpoint=checkpoint))
     assert sorted(entry.name for entry in checkpoint.iterdir() if entry.is_dir()) == ["relay", "subscribers"]
     fused = subprocess.run(
         [sys.executable, "-m", "cli.main", "job", "--bootstrap", str(kafka_settings.kafka_bootstrap), "--checkpoint",
