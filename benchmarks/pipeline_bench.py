@@ -276,12 +276,14 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
     from pubsub_core.stages.topics import OUTPUTS, topic
     from streaming.job import BatchReport, run_job
     from streaming.pipeline import QueryNames
+    from streaming.stage_layout import FUSED, resolve_stages
     from supervise.verify import check_outputs, fresh_topics, summary_counts
 
     records, realms = fresh_topics(lines, settings, reset_topics=True)
     job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms),
                                        trigger_seconds=LIVE_TRIGGER_SECONDS)
-    names = {QueryNames().relay, QueryNames().subscribers}
+    fused = resolve_stages(job_settings.stages, None, job_settings.checkpoint_dir) == FUSED  # a fresh checkpoint
+    names = {QueryNames().relay} if fused else {QueryNames().relay, QueryNames().subscribers}
     stop = threading.Event()
     fed: dict[str, Any] = {}
 
