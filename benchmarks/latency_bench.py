@@ -26,7 +26,7 @@ from producers.workload import WorkloadSpec
 from producers.writers.live import LiveRateError, Pacing
 from benchmarks.common import ROOT as REPO_ROOT
 from settings.paths import runtime_dir
-from settings.settings import load_settings
+from settings.settings import ENV_PREFIX, load_settings
 from supervise.kafka_broker import EmbeddedKafka, ensure_kafka
 from supervise.live_plot import plot_latency_and_pov
 from supervise.live_run import LivePlan, LiveRun, LiveSnapshot
@@ -71,15 +71,16 @@ def fitting_rate(rate: float, publishers: int, keys: int, block_time: float) -> 
         return float(int(exc.limit))
 
 
-def run_one(settings: Any, block_time: float, args: argparse.Namespace) -> dict[str, Any]:
+def run_one(settings: Any, block_time: float, args: argparse.Namespace, layout: str) -> dict[str, Any]:
     publishers = args.publishers
     rate = fitting_rate(args.rate, publishers, args.keys, block_time)
-    realm = f"latency-{str(block_time).replace('.', '_')}s"
+    realm = f"latency-{layout}-{str(block_time).replace('.', '_')}s"
     workload = WorkloadSpec(seed=1, publishers=publishers - 2, system_publishers=2, subscribers=args.subscribers,
                             keys=args.keys, subscribed_keys=args.subscribed_keys, realm=realm)
     home = runtime_dir() / "latency-bench" / realm
-    plan = LivePlan(realm, workload, rate, block_time, home / "checkpoint", home / "logs", args.trigger_seconds)
-    print(f"[{block_time:g}s blocks] {rate:g} publishes/s over {publishers} publishers, {args.subscribers} "
+    plan = LivePlan(realm, workload, rate, block_time, home / "checkpoint", home / "logs", args.trigger_seconds,
+                    ((ENV_PREFIX + "STAGES", layout),))
+    print(f"[{block_time:g}s blocks, {layout}] {rate:g} publishes/s over {publishers} publishers, {args.subscribers} "
           f"subscribers, {args.seconds:g}s of traffic", flush=True)
     started = time.monotonic()
     with LiveRun(settings, plan) as run:
@@ -92,11 +93,12 @@ def run_one(settings: Any, block_time: float, args: argparse.Namespace) -> dict[
         run.wait(lambda _: time.monotonic() >= end, args.seconds + 60, "traffic")
         snapshot = run.drain(timeout=args.drain_timeout)
     summary = snapshot.latency(steady)
-    png = plot_latency_and_pov(snapshot, REPO_ROOT / "docs" / "img" / f"latency_{block_time:g}s.png", block_time,
+    name = f"latency_{block_time:g}s.png" if layout == "fused" else f"latency_{block_time:g}s_{layout}.png"
+    png = plot_latency_and_pov(snapshot, REPO_ROOT / "docs" / "img" / name, block_time,
                                steady, f"{rate:g} publishes/s, {publishers} publishers, {args.subscribers} "
                                        f"subscribers, {block_time:g} s blocks, 2 cores")
     result = {
-        "block_time_s": block_time, "rate_requested": args.rate, "rate": rate, "publishers": publishers,
+        "block_time_s": block_time, "stages": layout, "rate_requested": args.rate, "rate": rate, "publishers": publishers,
         "subscribers": args.subscribers, "trigger_seconds": args.trigger_seconds, "traffic_seconds": args.seconds,
         "blocks": snapshot.head, "measured_from_block": steady, "upward_messages": snapshot.upward,
         "publishes": snapshot.upward * plan.pacing().items_per_message, "updates": len(snapshot.updates),
@@ -130,13 +132,17 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     add_live_arguments(parser)
+    parser.add_argument("--stages", action="append", choices=("fused", "split"), metavar="LAYOUT",
+                        help="the job's layout (the stages setting), repeatable: one run per block time each "
+                             "(default: fused, the job's own for a new checkpoint)")
     parser.add_argument("--out", type=Path, default=None,
                         help="results file (default: benchmarks/results/latency.json)")
     args = parser.parse_args()
     stop_cleanly_on_sigterm()
     settings, broker = ensure_kafka(load_settings(), EmbeddedKafka())
     try:
-        runs = [run_one(settings, block_time, args) for block_time in args.block_time or [6.0, 1.0]]
+        runs = [run_one(settings, block_time, args, layout) for block_time in args.block_time or [6.0, 1.0]
+                for layout in args.stages or ["fused"]]
     finally:
         if broker is not None and broker.started_here:
             broker.stop()

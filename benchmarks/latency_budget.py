@@ -16,6 +16,10 @@ on this host's clock. Consecutive instants, so the spans of a block add up to it
     -> the last update's record                 planning, launch, the calls of other subscribers before it in the
                                                  same worker, rows, state reads, the protocol, writing
 
+The fused job (``stages = "fused"``) has no seam: its one call per realm runs Stage R and the block's subscribers,
+so a block's way ends at the last update written by that call; the seam's and Stage S's spans are 0, and Stage R's
+protocol and writing include Stage S's.
+
 With --compare NAME=VALUE[,NAME=VALUE] (settings, given to the job as PUBSUB_ variables; repeatable, one arm
 each) each block time runs the baseline and then each arm, --rounds times, interleaved, so all see the same
 machine. Writes benchmarks/results/latency_budget.json (or --out).
@@ -55,8 +59,8 @@ SPANS: tuple[tuple[str, str], ...] = (
     ("relay_launch", "Stage R: task launch, Kafka fetch, state store, Arrow"),
     ("relay_rows", "Stage R: reading rows"),
     ("relay_state", "Stage R: state reads"),
-    ("relay_protocol", "Stage R: the protocol"),
-    ("relay_write", "Stage R: writing, up to the view"),
+    ("relay_protocol", "Stage R: the protocol (fused: and Stage S's)"),
+    ("relay_write", "Stage R: writing, up to the view (fused: the last update)"),
     ("seam_running", "the subscribers batch running when the view came"),
     ("seam_trigger", "seam delivery, wait for Stage S's trigger"),
     ("subscribers_planning", "Stage S: Spark's planning (offsets, WAL, plan)"),
@@ -129,9 +133,13 @@ def block_spans(snapshot: LiveSnapshot, batches: Mapping[str, Sequence[Batch]], 
                 number: int) -> dict[str, float] | None:
     """Block ``number``'s spans in ms (``SPANS``) and ``total``, or None if a part of its way is not found."""
     block, view, last = snapshot.blocks.get(number), snapshot.views.get(number), snapshot.last_update.get(number)
-    if block is None or view is None or last is None:
+    if block is None or last is None:
         return None
     update, subscriber = last
+    if not batches["subscribers"]:
+        return _fused_spans(batches["relay"], block, update, realm)
+    if view is None:
+        return None
     relay = _containing(batches["relay"], view)
     subs = _containing(batches["subscribers"], update)
     if relay is None or subs is None:
@@ -145,6 +153,19 @@ def block_spans(snapshot: LiveSnapshot, batches: Mapping[str, Sequence[Batch]], 
     out.update(_call_spans(relay, view, relay_call.start, relay_call, "relay"))
     out.update(_waits(batches["subscribers"], view, subs.start, "seam"))
     out.update(_call_spans(subs, update, first, sub_call, "subscribers"))
+    out["total"] = float(update - block)
+    return out
+
+
+def _fused_spans(batches: Sequence[Batch], block: float, update: float, realm: str) -> dict[str, float] | None:
+    """A block's spans in the fused job: to its batch's start, then the realm's call up to the last update."""
+    batch = _containing(batches, update)
+    call = None if batch is None else next((s for s in batch.spans if s.group == realm), None)
+    if batch is None or call is None:
+        return None
+    out = dict.fromkeys((name for name, _ in SPANS), 0.0)
+    out.update(_waits(batches, block, batch.start, "relay"))
+    out.update(_call_spans(batch, update, call.start, call, "relay"))
     out["total"] = float(update - block)
     return out
 

@@ -52,7 +52,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from benchmarks import common
 from benchmarks.render import pipeline as pipeline_table
 from producers.workload import WorkloadSpec, generate
-from settings.settings import JIT_MODES, STATE_REOPEN_MODES, Settings
+from settings.settings import JIT_MODES, STAGES_MODES, STATE_REOPEN_MODES, Settings
 from streaming.spark_session import jit_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,12 +276,14 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
     from pubsub_core.stages.topics import OUTPUTS, topic
     from streaming.job import BatchReport, run_job
     from streaming.pipeline import QueryNames
+    from streaming.stage_layout import FUSED, resolve_stages
     from supervise.verify import check_outputs, fresh_topics, summary_counts
 
     records, realms = fresh_topics(lines, settings, reset_topics=True)
     job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms),
                                        trigger_seconds=LIVE_TRIGGER_SECONDS)
-    names = {QueryNames().relay, QueryNames().subscribers}
+    fused = resolve_stages(job_settings.stages, None, job_settings.checkpoint_dir) == FUSED  # a fresh checkpoint
+    names = {QueryNames().relay} if fused else {QueryNames().relay, QueryNames().subscribers}
     stop = threading.Event()
     fed: dict[str, Any] = {}
 
@@ -599,11 +601,11 @@ def machine() -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------------ run
 def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
         cuts: Sequence[int | None] = CUTS, spark_jit: str = Settings.spark_jit, runs: int = 1,
-        warmup: int = 0, state_reopen: str = Settings.state_reopen) -> dict[str, Any]:
+        warmup: int = 0, state_reopen: str = Settings.state_reopen, stages: str = Settings.stages) -> dict[str, Any]:
     logs = load_logs(names)
     steps = len(logs) * (2 + len(cuts)) + (0 if skip_job else 5 + len(logs) * (2 * (runs + warmup) - 1))
     results: dict[str, Any] = {"machine": machine(), "spark_jit": spark_jit, "state_reopen": state_reopen,
-                               "runs": runs, "warmup": warmup, "workload_spec": dataclasses.asdict(WORKLOAD),
+                               "stages": stages, "runs": runs, "warmup": warmup, "workload_spec": dataclasses.asdict(WORKLOAD),
                                "standard_spec": dataclasses.asdict(STANDARD), "cuts": list(cuts), "logs": {}}
     started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -634,7 +636,7 @@ def run(scratch: Path, skip_job: bool = False, names: Sequence[str] = LOG_NAMES,
                 broker_seconds = time.perf_counter() - t0
                 settings = load_settings(overrides={"kafka_bootstrap": info.bootstrap, "spark_master": "local[2]",
                                                     "views_partitions": VIEWS_PARTITIONS, "spark_jit": spark_jit,
-                                                    "state_reopen": state_reopen,
+                                                    "state_reopen": state_reopen, "stages": stages,
                                                     "checkpoint_dir": scratch / "checkpoint"}, environ={})
                 log(f"broker at {info.bootstrap} in {broker_seconds:.1f}s")
                 done()
@@ -817,6 +819,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="how Spark's JVM compiles (the job's spark_jit setting; default c1, as the job)")
     parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES, default=Settings.state_reopen,
                         help="the job's checkpoint remedy (the state_reopen setting; default as the job)")
+    parser.add_argument("--stages", choices=STAGES_MODES, default=Settings.stages,
+                        help="the job's stages (the stages setting: fused, split, or auto: a new checkpoint's "
+                             "default)")
     parser.add_argument("--runs", type=int, default=1, metavar="N",
                         help="measure each log N times beside the simulator, available-now and live (default 1)")
     parser.add_argument("--warmup", type=int, default=WARMUP_PAIRS, metavar="N",
@@ -831,7 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         results = run(scratch, skip_job=args.skip_job, names=args.logs or LOG_NAMES, cuts=() if args.quick else CUTS,
                       spark_jit=args.spark_jit, runs=max(1, args.runs), warmup=max(0, args.warmup),
-                      state_reopen=args.state_reopen)
+                      state_reopen=args.state_reopen, stages=args.stages)
         ok = all(e.get(run, {}).get("verify", {}).get("ok", True) for e in results["logs"].values()
                  for run in ("job", "job_cut")) and all(
             r["job_ok"] and r["live_ok"] for e in results["logs"].values()

@@ -218,13 +218,18 @@ def simulator(record: Mapping[str, Any]) -> str:
     return table
 
 
+def _p50_ms(stats: Mapping[str, Any]) -> str:
+    """A stage's p50 in ms, or "-" where the run had none (the fused job writes no view)."""
+    return f"{stats['p50'] * 1e3:,.0f}" if "p50" in stats else "-"
+
+
 def latency(record: Mapping[str, Any]) -> str:
-    rows = [[f"{r['block_time_s']:g}", f"{r['rate']:g}", r["publishers"], r["subscribers"],
+    rows = [[f"{r['block_time_s']:g}", r.get("stages", "split"), f"{r['rate']:g}", r["publishers"], r["subscribers"],
              f"{r['latency']['count']:,}",
              f"{r['latency']['p50_ms']:,.0f}", f"{r['latency']['p95_ms']:,.0f}", f"{r['latency']['p99_ms']:,.0f}",
-             f"{r['stages_s']['block_to_view']['p50'] * 1e3:,.0f}",
-             f"{r['stages_s']['view_to_update']['p50'] * 1e3:,.0f}"] for r in record["figures"]["runs"]]
-    return markdown_table(["block time (s)", "publishes/s", "publishers", "subscribers", "updates measured",
+             _p50_ms(r["stages_s"]["block_to_view"]), _p50_ms(r["stages_s"]["view_to_update"])]
+            for r in record["figures"]["runs"]]
+    return markdown_table(["block time (s)", "stages", "publishes/s", "publishers", "subscribers", "updates measured",
                            "p50 (ms)", "p95 (ms)", "p99 (ms)", "block to view, p50 (ms)",
                            "view to update, p50 (ms)"], rows)
 

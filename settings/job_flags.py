@@ -11,6 +11,7 @@ from settings.settings import (
     SEAM_MODES,
     SECURITY_FLAGS,
     SHIP_MODES,
+    STAGES_MODES,
     STATE_REOPEN_MODES,
     Settings,
     add_security_arguments,
@@ -34,6 +35,10 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seam", choices=SEAM_MODES,
                         help="what Stage R sends Stage S: delta (changed proof nodes, the default) or full (whole "
                              "proofs, the checking mode); outputs are the same ($PUBSUB_SEAM)")
+    parser.add_argument("--stages", choices=STAGES_MODES,
+                        help="fused (one query: a block's subscribers in the batch that applies it, the lowest "
+                             "latency), split (Stage R and Stage S as two queries joined by the seam topic) or auto "
+                             "(the checkpoint's own layout; fused for a new one, the default) ($PUBSUB_STAGES)")
     parser.add_argument("--spark-jit", choices=JIT_MODES,
                         help="how Spark's JVMs compile: c1 (quick compiler only, the default: least CPU on few cores) "
                              "or tiered (the JVM's default, C1 then C2) ($PUBSUB_SPARK_JIT)")
@@ -68,6 +73,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "realms": ",".join(args.realm) if args.realm else None,
             "protocol_config": args.protocol_config,
             "seam": args.seam,
+            "stages": args.stages,
             "spark_jit": args.spark_jit,
             "checkpoint_dir": args.checkpoint,
             "views_partitions": args.views_partitions,

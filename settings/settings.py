@@ -23,7 +23,7 @@ from settings.checkpoint_location import CheckpointLocation, checkpoint_location
 from settings.errors import SettingsError
 from settings.paths import runtime_dir
 
-__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "SECURITY_FLAGS", "SHIP_MODES", "STATE_REOPEN_MODES", "Secret",
+__all__ = ["ENV_PREFIX", "JIT_JAVA_OPTIONS", "JIT_MODES", "SECURITY_FLAGS", "SHIP_MODES", "STAGES_MODES", "STATE_REOPEN_MODES", "Secret",
            "Settings", "add_security_arguments", "load_settings", "security_overrides"]
 
 ENV_PREFIX = "PUBSUB_"
@@ -42,6 +42,12 @@ SHIP_MODES = ("auto", "archive", "shared")
 """How the job's Python code reaches the executors (``streaming.shipping``): ``archive``, this venv packed and sent
 in ``spark.archives``; ``shared``, executors run the driver's own interpreter (one host, or the same venv at the same
 path on every host); ``auto``, ``archive`` for a ``spark://`` master when the project is installed from a wheel."""
+STAGES_MODES = ("auto", "fused", "split")
+"""How the job runs its two stages (docs/pipeline.md, "Fused or split"): ``fused``, one query keyed by realm whose
+batch runs each new block's subscribers too (no seam hop: the lowest latency; a realm's subscribers share its
+task); ``split``, Stage R and Stage S as two queries joined by the seam topic (a realm's subscribers spread over
+the seam's partitions); ``auto``, what the checkpoint was made with, and ``fused`` for a new one. A checkpoint
+keeps the layout it was made with."""
 RECONNECT_BACKOFF_MS = 10
 """librdkafka's first reconnect backoff (default 100 ms). A new client's first request, when it comes before the
 bootstrap connection's handshake is done, waits out librdkafka's connection throttle, half this backoff: a new
@@ -109,6 +115,8 @@ class Settings:
     seam: str | None = None
     """What Stage R sends Stage S: ``delta`` (changed nodes) or ``full`` (whole proofs, the checking mode); None:
     the protocol settings' ``seam``. The outputs are the same either way."""
+    stages: str = "auto"
+    """One of ``STAGES_MODES``: the stages in one query or two."""
     spark_jit: str = "c1"
     """How Spark's JVMs compile: ``c1`` (the quick compiler only) or ``tiered`` (the JVM's default, C1 then C2).
     On two cores C2 took more CPU than the job's own work (docs/benchmarks.md, "The JVM's compiler")."""
@@ -165,6 +173,8 @@ class Settings:
             raise SettingsError("spark_jit", self.spark_jit, "settings", f"one of {JIT_MODES}")
         if self.seam is not None and self.seam not in SEAM_MODES:
             raise SettingsError("seam", self.seam, "settings", f"one of {SEAM_MODES}")
+        if self.stages not in STAGES_MODES:
+            raise SettingsError("stages", self.stages, "settings", f"one of {STAGES_MODES}")
         if self.state_reopen not in STATE_REOPEN_MODES:
             raise SettingsError("state_reopen", self.state_reopen, "settings", f"one of {STATE_REOPEN_MODES}")
         if self.ship not in SHIP_MODES:

@@ -18,6 +18,7 @@ __all__ = [
     "QueryFailed",
     "RecordWriteError",
     "ShippingError",
+    "StagesMismatch",
     "StreamingError",
 ]
 
@@ -104,6 +105,18 @@ class CheckpointUnreachable(StreamingError):
         self.checkpoint = checkpoint
         self.what = what
         self.reason = reason
+
+
+class StagesMismatch(StreamingError):
+    """The job was asked to run its stages one way (``stages``: fused or split) on a checkpoint made the other way;
+    a checkpoint keeps the layout it was made with. Names the checkpoint, its layout and the one asked for."""
+
+    def __init__(self, checkpoint: CheckpointLocation, found: str, asked: str) -> None:
+        super().__init__(f"the checkpoint {checkpoint} holds a {found} job's state and cannot run {asked}: run with "
+                         f"--stages {found} (or auto), or start a new checkpoint (docs/pipeline.md, \"Fused or split\")")
+        self.checkpoint = checkpoint
+        self.found = found
+        self.asked = asked
 
 
 class RecordWriteError(StreamingError):

@@ -1,8 +1,9 @@
-"""The streaming job: every realm's input topics -> Stage R -> seam -> Stage S -> output topics.
+"""The streaming job: every realm's input topics -> Stage R -> seam -> Stage S -> output topics (split), or Stage R
+and Stage S in one query (fused: ``streaming.stage_layout``).
 
 Run it with `pubsub job`, `python -m streaming.job`, or spark-submit (this file is the application). With
---available-now it drains every input topic (Stage R, then Stage S over the views it wrote) and stops;
-otherwise both queries run one micro-batch per trigger interval until SIGTERM/SIGINT, which stop them after the batch
+--available-now it drains every input topic (split: Stage R, then Stage S over the views it wrote) and stops;
+otherwise the queries run one micro-batch per trigger interval until SIGTERM/SIGINT, which stop them after the batch
 in flight (at most ``STOP_GRACE_SECONDS``). The checkpoints make a restart, even after SIGKILL, continue where the
 last committed batches ended.
 """
@@ -45,11 +46,13 @@ from streaming.metrics import JobMetrics, partition_lag
 from streaming.operators import parse_waiting
 from streaming.spans import OperatorSpans
 from streaming.pipeline import (
+    fused_query,
     relay_query,
     seam_key,
     served_realms,
     subscriber_query,
 )
+from streaming.stage_layout import FUSED, checkpoint_stages, resolve_stages
 from streaming.startup import StartupLog, batch_end
 from streaming.stuck import StuckBatchWatch
 
@@ -379,7 +382,11 @@ def run_job(
     startup.phase("Spark session")
     if isinstance(settings.checkpoint_dir, HadoopPath):  # one line, in seconds, for a NameNode down or unreachable
         check_reachable(spark, settings.checkpoint_dir)
-    key = seam_key(settings, spark)
+    stages = resolve_stages(settings.stages, checkpoint_stages(spark, settings.checkpoint_dir),
+                            settings.checkpoint_dir)
+    _LOG.info("stages %s: %s (checkpoint %s)", stages, "one query, subscribers in the relay batch"
+              if stages == FUSED else "two queries joined by the seam topic", settings.checkpoint_dir)
+    key = b"" if stages == FUSED else seam_key(settings, spark)  # the fused job has no seam to sign
     started = time.monotonic()
     summary = JobSummary()
     location = settings.checkpoint_dir
@@ -447,7 +454,11 @@ def run_job(
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     queries: list[tuple[str, StreamingQuery]] = []
     try:
-        if available_now:
+        if stages == FUSED and available_now:
+            queries = [("relay", fused_query(spark, settings, config, True).start())]
+            startup.phase("queries started")
+            follow(queries)
+        elif available_now:
             # Stage S after Stage R, not beside it: beside it (a short trigger while Stage R drains, Stage R's views
             # streamed out block by block) its empty triggers and extra batches cost the JVM more CPU than they save
             # (docs/benchmarks.md, "Measured code choices").
@@ -463,8 +474,9 @@ def run_job(
         else:
             period = settings.state_reopen_minutes * 60 if settings.state_reopen == "periodic" else None
             while True:
-                queries = [("relay", relay_query(spark, settings, config, key, False).start()),
-                           ("subscribers", subscriber_query(spark, settings, config, key, False).start())]
+                queries = [("relay", fused_query(spark, settings, config, False).start())] if stages == FUSED else [
+                    ("relay", relay_query(spark, settings, config, key, False).start()),
+                    ("subscribers", subscriber_query(spark, settings, config, key, False).start())]
                 startup.phase("queries started")
                 follow(queries, None if period is None else time.monotonic() + period)
                 if stopped() or expired() or not all(q.isActive for _, q in queries):

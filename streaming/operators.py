@@ -1,17 +1,20 @@
-"""The job's two stateful operators: rows in, stage calls, rows out. The protocol is in pubsub_core.stages.
+"""The job's stateful operators: rows in, stage calls, rows out. The protocol is in pubsub_core.stages.
 
-Stage R (``relay_frames``, run by ``streaming.processors.RelayOperator``, keyed by realm) feeds each input record to
-the realm's ``RelayStage`` and emits its output records plus one seam record per subscriber view
-(``<realm>.relay-views``, key: the subscriber). Stage S (``subscriber_frames``, run by ``SubscriberOperator``, keyed
-by realm and subscriber) checks each seam record's MAC, decodes the view and hands it to
-``SubscriberStage.receive``, which applies views once and in order. Both keep every byte of their state in the key's
-MapState (``state.spark.SparkStateBackend``, pages written once per batch).
+Split (two queries): Stage R (``relay_frames``, run by ``streaming.processors.RelayOperator``, keyed by realm)
+feeds each input record to the realm's ``RelayStage`` and emits its output records plus one seam record per
+subscriber view (``<realm>.relay-views``, key: the subscriber); Stage S (``subscriber_frames``, run by
+``SubscriberOperator``, keyed by realm and subscriber) checks each seam record's MAC, decodes the view and hands it
+to ``SubscriberStage.receive``, which applies views once and in order. Fused (one query: ``fused_frames``, run by
+``FusedOperator``, keyed by realm): Stage R hands each view straight to the subscriber's ``SubscriberStage.step``
+in the same call, as the simulator does, each subscriber's state kept beside the realm's under its own namespaces
+(``SubscriberPages``). Every byte of state is in the key's MapState (``state.spark.SparkStateBackend``, pages
+written once per batch).
 
-``relay_rows`` and ``subscriber_rows`` are plain functions over any ``StateBackend``, so they are tested
-without Spark; ``relay_frames`` and ``subscriber_frames`` only adapt Spark's rows and handles. The records go to
-Kafka from the worker (``streaming.record_writer``) chunk by chunk as they are made, except Stage R's seam
-records, which wait for the end of the batch (``seam_last``) so that a running Stage S takes a batch's views
-together; Spark gets the batch's ``BatchSummary``.
+``relay_rows``, ``fused_rows`` and ``subscriber_rows`` are plain functions over any ``StateBackend``, so they are
+tested without Spark; the ``*_frames`` functions only adapt Spark's rows and handles. The records go to Kafka from
+the worker (``streaming.record_writer``) chunk by chunk as they are made, except Stage R's seam records, which wait
+for the end of the batch (``seam_last``) so that a running Stage S takes a batch's views together; Spark gets the
+batch's ``BatchSummary``.
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ __all__ = [
     "SPANS",
     "WAITING",
     "Writer",
+    "SubscriberPages",
     "feed_order",
+    "fused_chunks",
+    "fused_frames",
+    "fused_rows",
     "page_backend",
     "parse_waiting",
     "relay_chunks",
@@ -125,10 +132,14 @@ def feed_order(row: ConsumerRecord) -> tuple[int, str, int, int]:
     return rank, row.topic, row.partition, row.offset
 
 
+ViewSink = Callable[[RelayView], list[ProducerRecord]]
+"""What becomes of a relay view: the records it turns into (a seam record; or, fused, the subscriber's outputs)."""
+
+
 def relay_chunks(realm: str, rows: Iterable[ConsumerRecord], backend: StateBackend, config: ProtocolConfig,
-                 seam_key: bytes) -> Iterator[list[ProducerRecord]]:
-    """``relay_rows`` in chunks, each as soon as it is made: a chunk ends with a block's records (or at
-    ``CHUNK_ROWS``)."""
+                 on_view: ViewSink) -> Iterator[list[ProducerRecord]]:
+    """Stage R over a batch's rows, in chunks, each as soon as it is made: a chunk ends with a block's records (or
+    at ``CHUNK_ROWS``); each of a block's views goes to ``on_view`` after the block's own records."""
     stage = RelayStage(realm, config, backend)
     out: list[ProducerRecord] = []
     for row in sorted(rows, key=feed_order):
@@ -140,7 +151,8 @@ def relay_chunks(realm: str, rows: Iterable[ConsumerRecord], backend: StateBacke
         out += [to_kafka(r) for r in immediate if not is_declaration(r)]  # the driver declares (streaming.job)
         for step in steps:
             out += [to_kafka(r) for r in step.outputs]
-            out += [seam_record(view, seam_key) for view in step.views]
+            for view in step.views:
+                out += on_view(view)
         if steps or len(out) >= CHUNK_ROWS:
             yield [_bounded(row, realm) for row in out]
             out = []
@@ -151,7 +163,39 @@ def relay_chunks(realm: str, rows: Iterable[ConsumerRecord], backend: StateBacke
 def relay_rows(realm: str, rows: Iterable[ConsumerRecord], backend: StateBackend, config: ProtocolConfig,
                seam_key: bytes) -> list[ProducerRecord]:
     """One micro-batch of a realm's input records through Stage R, each topic in offset order."""
-    return [row for chunk in relay_chunks(realm, rows, backend, config, seam_key) for row in chunk]
+    chunks = relay_chunks(realm, rows, backend, config, lambda view: [seam_record(view, seam_key)])
+    return [row for chunk in chunks for row in chunk]
+
+
+class _Subscribers:
+    """The fused operator's subscriber stages of one call: each made on its first view, over its own backend."""
+
+    def __init__(self, realm: str, config: ProtocolConfig, backend_of: Callable[[int], StateBackend]) -> None:
+        self.realm = realm
+        self.config = config
+        self.backend_of = backend_of
+        self.stages: dict[int, SubscriberStage] = {}
+
+    def step(self, view: RelayView) -> list[ProducerRecord]:
+        stage = self.stages.get(view.subscriber)
+        if stage is None:
+            stage = self.stages[view.subscriber] = SubscriberStage(
+                self.realm, view.subscriber, self.config.subscriber, self.backend_of(view.subscriber))
+        return [to_kafka(r) for r in stage.step(view)]
+
+
+def fused_chunks(realm: str, rows: Iterable[ConsumerRecord], backend: StateBackend, config: ProtocolConfig,
+                 subscriber_backend: Callable[[int], StateBackend]) -> Iterator[list[ProducerRecord]]:
+    """Stage R and, for each view a block makes, its subscriber's Stage S in the same call (as ``Simulator.run_step``):
+    the block's records, then each subscriber's outputs in view order. ``subscriber_backend(n)``: subscriber ``n``'s
+    state."""
+    return relay_chunks(realm, rows, backend, config, _Subscribers(realm, config, subscriber_backend).step)
+
+
+def fused_rows(realm: str, rows: Iterable[ConsumerRecord], backend: StateBackend, config: ProtocolConfig,
+               subscriber_backend: Callable[[int], StateBackend]) -> list[ProducerRecord]:
+    """One micro-batch of a realm's input records through both stages, in one call."""
+    return [row for chunk in fused_chunks(realm, rows, backend, config, subscriber_backend) for row in chunk]
 
 
 def _seam_rejection(realm: str, row: ConsumerRecord, reason: str, detail: str) -> ProducerRecord:
@@ -275,12 +319,12 @@ PROFILE_ENV = "PUBSUB_OPERATOR_PROFILE"
 cProfile there as ``<operator>-<pid>-<n>.prof`` (pstats files; off by default, for benchmarks/pipeline_bench)."""
 
 
-def _frames(name: str, realm: str, chunks: Iterator[list[ProducerRecord]], backend: SparkStateBackend,
+def _frames(name: str, realm: str, chunks: Iterator[list[ProducerRecord]], flush: Callable[[], None],
             writer: Writer, clock: SpanClock,
             waiting: Callable[[], dict[str, WaitingStatus | None]] | None = None) -> Iterator[Any]:
-    """Each chunk written as soon as it is made, then the batch's state pages (one MapState call per changed
-    page), every record delivered, and the batch's summary (with ``waiting()``, Stage R's waiting status after
-    the batch, and the call's spans from ``clock``); with ``PROFILE_ENV``, under cProfile."""
+    """Each chunk written as soon as it is made, then the batch's state pages (``flush``: one MapState call per
+    changed page), every record delivered, and the batch's summary (with ``waiting()``, Stage R's waiting status
+    after the batch, and the call's spans from ``clock``); with ``PROFILE_ENV``, under cProfile."""
     folder = os.environ.get(PROFILE_ENV)
     profile = cProfile.Profile() if folder else None
     if profile is not None:
@@ -295,7 +339,7 @@ def _frames(name: str, realm: str, chunks: Iterator[list[ProducerRecord]], backe
         summary.waiting = waiting()
         clock.add("protocol")
     state_read = clock.state.seconds
-    backend.flush()
+    flush()
     clock.add("state_write")
     writer.flush()
     clock.add("deliver")
@@ -343,8 +387,55 @@ def relay_frames(realm: str, frames: Iterator[Any], pages: Any, config: Protocol
     backend = page_backend(state)
     rows = _kafka_rows(frames)
     clock.add("rows")
-    chunks = relay_chunks(realm, rows, backend, config, seam_key)
-    yield from _frames("relay", realm, seam_last(chunks), backend, writer, clock,
+    chunks = relay_chunks(realm, rows, backend, config, lambda view: [seam_record(view, seam_key)])
+    yield from _frames("relay", realm, seam_last(chunks), backend.flush, writer, clock,
+                       lambda: {realm: RelayStage(realm, config, backend).waiting()})
+
+
+class SubscriberPages:
+    """Subscriber ``subscriber``'s part of the fused operator's subscriber MapState: its namespaces stored there as
+    ``<subscriber>/<namespace>``, so each subscriber's store (page directory, bundles, format marker) is its own, as
+    in Stage S's MapState, and none shares a key with the realm's."""
+
+    def __init__(self, pages: Any, subscriber: int) -> None:
+        self._pages = pages
+        self._prefix = f"{subscriber}/"
+
+    def getValue(self, key: tuple[Any, ...], /) -> tuple[Any, ...] | None:  # noqa: N802 - pyspark's name
+        value: tuple[Any, ...] | None = self._pages.getValue((self._prefix + key[0], *key[1:]))
+        return value
+
+    def updateValue(self, key: tuple[Any, ...], value: tuple[Any, ...], /) -> None:  # noqa: N802
+        self._pages.updateValue((self._prefix + key[0], *key[1:]), value)
+
+    def removeKey(self, key: tuple[Any, ...], /) -> None:  # noqa: N802
+        self._pages.removeKey((self._prefix + key[0], *key[1:]))
+
+
+def fused_frames(realm: str, frames: Iterator[Any], pages: Any, subscriber_pages: Any, config: ProtocolConfig,
+                 writer: Writer) -> Iterator[Any]:
+    """Both stages over one realm's input DataFrames: the realm's state in ``pages``, its subscribers' in
+    ``subscriber_pages`` (``SubscriberPages``), the records to ``writer`` as each block's are made: the batch's
+    summary."""
+    state = TimedState(pages)
+    clock = SpanClock("fused", realm, state)
+    backend = page_backend(state)
+    subscribers_state = TimedState(subscriber_pages, shared=state)
+    backends: dict[int, SparkStateBackend] = {}
+
+    def subscriber_backend(subscriber: int) -> SparkStateBackend:
+        made = backends[subscriber] = page_backend(SubscriberPages(subscribers_state, subscriber))
+        return made
+
+    def flush() -> None:
+        backend.flush()
+        for subscriber in sorted(backends):
+            backends[subscriber].flush()
+
+    rows = _kafka_rows(frames)
+    clock.add("rows")
+    chunks = fused_chunks(realm, rows, backend, config, subscriber_backend)
+    yield from _frames("fused", realm, chunks, flush, writer, clock,
                        lambda: {realm: RelayStage(realm, config, backend).waiting()})
 
 
@@ -358,4 +449,4 @@ def subscriber_frames(realm: str, subscriber: str, frames: Iterator[Any], pages:
     rows = _kafka_rows(frames)
     clock.add("rows")
     chunks = subscriber_chunks(realm, subscriber, rows, backend, config, seam_key)
-    yield from _frames("subscriber", realm, chunks, backend, writer, clock)
+    yield from _frames("subscriber", realm, chunks, backend.flush, writer, clock)

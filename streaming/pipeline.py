@@ -1,4 +1,4 @@
-"""The protocol job: two streaming queries joined by Kafka.
+"""The protocol job's queries: two joined by Kafka (split), or one (fused).
 
 Query R reads every realm's input topics (``subscribePattern``, so a realm whose topics appear later is picked
 up), groups by realm and runs ``RelayOperator``; it writes the relay's outputs and the seam records
@@ -7,7 +7,9 @@ up), groups by realm and runs ``RelayOperator``; it writes the relay's outputs a
 it writes updates, subscriber events and PoV records. The operators write their records to Kafka themselves
 (``streaming.record_writer``); Spark gets per-batch counts, the queries' progress metrics.
 Each query has its own checkpoint (``relay/``, ``subscribers/``), so each half restarts on its own, and Stage S
-scales with the partitions of the seam topics.
+scales with the partitions of the seam topics. The fused query reads the same input topics, groups by realm and
+runs ``FusedOperator``: Stage R and, for each block, its subscribers' Stage S in the same call, no seam between
+(checkpoint ``fused/``; ``streaming.stage_layout``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from streaming.checkpoint_files import create_private, read_text
 from streaming.errors import CheckpointUnreadable
 from streaming.lanes import lane_column, stateful_partitions
 from streaming.record_writer import writer_config
+from streaming.stage_layout import FUSED_FOLDER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KAFKA_SOURCE_OPTIONS",
     "QueryNames",
+    "fused_query",
     "relay_query",
     "seam_key",
     "served_realms",
@@ -151,6 +155,24 @@ def relay_query(spark: SparkSession, settings: Settings, config: ProtocolConfig,
         statefulProcessor=RelayOperator(config, key, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
         outputMode="Update", timeMode="None")
     return _writer(_observed(out, "relay"), settings.checkpoint_dir / "relay", names.relay, settings, available_now)
+
+
+def fused_query(spark: SparkSession, settings: Settings, config: ProtocolConfig, available_now: bool,
+                names: QueryNames = QueryNames()) -> DataStreamWriter:
+    """The fused query, planned and not started: every input topic of the served realms -> Stage R and its
+    subscribers' Stage S per realm -> outputs. It reads what query R reads and reports as ``relay`` (its progress
+    line, metrics and the queries' names), so what watches query R watches it."""
+    from streaming.processors import OUTPUT_SCHEMA, FusedOperator
+
+    realms = settings.realm_list()
+    pattern = INPUT_TOPIC_PATTERN if realms is None else realm_pattern(realms, INPUTS)
+    rows = _source(spark, settings, pattern).selectExpr(
+        f"{REALM_SQL} AS realm", "topic", "partition", "offset", "key", "value")
+    out = rows.groupBy("realm").transformWithStateInPandas(
+        statefulProcessor=FusedOperator(config, writer_config(settings)), outputStructType=OUTPUT_SCHEMA,
+        outputMode="Update", timeMode="None")
+    return _writer(_observed(out, "relay"), settings.checkpoint_dir / FUSED_FOLDER, names.relay, settings,
+                   available_now)
 
 
 def subscriber_query(spark: SparkSession, settings: Settings, config: ProtocolConfig, key: bytes,

@@ -1,4 +1,4 @@
-"""The job's two transformWithState processors: Spark's handles and rows, handed to ``streaming.operators``.
+"""The job's transformWithState processors: Spark's handles and rows, handed to ``streaming.operators``.
 
 Apart from the operators so that unpickling a processor loads no protocol: Spark 4.2 does that at every query start
 on the driver, in a fresh Python process that only calls ``init`` to learn the state variables (the pre-init
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from pubsub_core.stages import ProtocolConfig
     from streaming.operators import Writer
 
-__all__ = ["OUTPUT_SCHEMA", "RelayOperator", "StatefulProcessor", "SubscriberOperator"]
+__all__ = ["FusedOperator", "OUTPUT_SCHEMA", "RelayOperator", "StatefulProcessor", "SUBSCRIBER_PAGES_STATE_NAME",
+           "SubscriberOperator"]
 """``StatefulProcessor`` is pyspark's base of a transformWithState processor, exported for the benchmarks' probes
 (benchmarks/ reach Spark through this package)."""
 
@@ -32,14 +33,18 @@ topic, and a row per seal with its height as the key; the records themselves go 
 (``streaming.record_writer``)."""
 
 
-class _Processor:
-    """What both processors share: the pages MapState, the seam key, the protocol config (pickled until used), and
-    the Kafka writer's configuration (``streaming.record_writer.writer_config``)."""
+SUBSCRIBER_PAGES_STATE_NAME = "pubsub_subscriber_pages"
+"""The fused operator's second MapState (``PAGE_KEY_SCHEMA``): its realm's subscribers' pages, each subscriber's
+namespaces as ``<subscriber>/<namespace>`` (``streaming.operators.SubscriberPages``)."""
 
-    def __init__(self, config: ProtocolConfig, seam_key: bytes, writer_config: dict[str, str]) -> None:
+
+class _Processor:
+    """What every processor has: the pages MapState, the protocol config (pickled until used), and the Kafka
+    writer's configuration (``streaming.record_writer.writer_config``)."""
+
+    def __init__(self, config: ProtocolConfig, writer_config: dict[str, str]) -> None:
         self._pickled_config = pickle.dumps(config)
         self._config: ProtocolConfig | None = None
-        self.seam_key = seam_key
         self.writer_config = writer_config
 
     def __getstate__(self) -> dict[str, Any]:
@@ -68,7 +73,15 @@ class _Processor:
         return type(self).__name__  # never the seam key nor the Kafka password
 
 
-class RelayOperator(_Processor, StatefulProcessor):
+class _SeamProcessor(_Processor):
+    """A processor on one side of the seam (the split job): it also holds the seam's MAC key."""
+
+    def __init__(self, config: ProtocolConfig, seam_key: bytes, writer_config: dict[str, str]) -> None:
+        super().__init__(config, writer_config)
+        self.seam_key = seam_key
+
+
+class RelayOperator(_SeamProcessor, StatefulProcessor):
     """Stage R in transformWithStateInPandas, keyed by realm."""
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
@@ -77,7 +90,7 @@ class RelayOperator(_Processor, StatefulProcessor):
         yield from relay_frames(key[0], rows, self.pages, self.config(), self.seam_key, self.writer())
 
 
-class SubscriberOperator(_Processor, StatefulProcessor):
+class SubscriberOperator(_SeamProcessor, StatefulProcessor):
     """Stage S in transformWithStateInPandas, keyed by (realm, subscriber, lane): the lane only places the key
     (``streaming.lanes``)."""
 
@@ -85,3 +98,17 @@ class SubscriberOperator(_Processor, StatefulProcessor):
         from streaming.operators import subscriber_frames
 
         yield from subscriber_frames(key[0], key[1], rows, self.pages, self.config(), self.seam_key, self.writer())
+
+
+class FusedOperator(_Processor, StatefulProcessor):
+    """Both stages in transformWithStateInPandas, keyed by realm: Stage R's state in the pages MapState, as
+    ``RelayOperator`` keeps it, and the realm's subscribers' in a second one."""
+
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        self.subscriber_pages = handle.getMapState(SUBSCRIBER_PAGES_STATE_NAME, PAGE_KEY_SCHEMA, PAGE_VALUE_SCHEMA)
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        from streaming.operators import fused_frames
+
+        yield from fused_frames(key[0], rows, self.pages, self.subscriber_pages, self.config(), self.writer())

@@ -52,11 +52,16 @@ class OperatorSpans:
 
 
 class TimedState:
-    """A pages MapState that adds the time spent in its calls to ``seconds`` (the state server's round trips)."""
+    """A pages MapState that adds the time spent in its calls to ``seconds`` (the state server's round trips); with
+    ``shared``, to that one's count (an operator call with two MapStates counts both in one span)."""
 
-    def __init__(self, pages: Any) -> None:
+    def __init__(self, pages: Any, shared: TimedState | None = None) -> None:
         self._pages = pages
-        self.seconds = 0.0
+        self._total: list[float] = shared._total if shared is not None else [0.0]
+
+    @property
+    def seconds(self) -> float:
+        return self._total[0]
 
     def getValue(self, key: tuple[Any, ...], /) -> tuple[Any, ...] | None:  # noqa: N802 - pyspark's name
         began = time.perf_counter()
@@ -64,21 +69,21 @@ class TimedState:
             value: tuple[Any, ...] | None = self._pages.getValue(key)
             return value
         finally:
-            self.seconds += time.perf_counter() - began
+            self._total[0] += time.perf_counter() - began
 
     def updateValue(self, key: tuple[Any, ...], value: tuple[Any, ...], /) -> None:  # noqa: N802
         began = time.perf_counter()
         try:
             self._pages.updateValue(key, value)
         finally:
-            self.seconds += time.perf_counter() - began
+            self._total[0] += time.perf_counter() - began
 
     def removeKey(self, key: tuple[Any, ...], /) -> None:  # noqa: N802
         began = time.perf_counter()
         try:
             self._pages.removeKey(key)
         finally:
-            self.seconds += time.perf_counter() - began
+            self._total[0] += time.perf_counter() - began
 
 
 class SpanClock:

@@ -30,6 +30,7 @@ from producers.transport.topics import consumer_config
 from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, kind_of, topic
 from settings.settings import Settings
+from streaming.stage_layout import FUSED_FOLDER
 from supervise.errors import StatusUnavailable
 
 __all__ = ["HEALTH_TAIL", "RealmStatus", "Stall", "checkpoint_offsets", "from_metrics", "from_topics", "open_stall",
@@ -167,7 +168,7 @@ def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> Real
         if stall is not None and (status.relay_height is None or status.relay_height < stall.block):
             status.stall = stall
     if checkpoint is not None:
-        done = checkpoint_offsets(checkpoint / "relay")
+        done = checkpoint_offsets(checkpoint / (FUSED_FOLDER if (checkpoint / FUSED_FOLDER).is_dir() else "relay"))
         for name, parts in ends.items():
             if kind_of(name) in INPUTS:
                 for partition, end in parts.items():

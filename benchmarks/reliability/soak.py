@@ -335,6 +335,7 @@ def run_soak(plan: SoakPlan, work: Path, say: Callable[[str], None] = print) -> 
                     "checkpoint_mib": checkpoint_bytes(checkpoint) / 2**20,
                     "relay_state_mib": checkpoint_bytes(checkpoint / "relay" / "state") / 2**20,
                     "subscribers_state_mib": checkpoint_bytes(checkpoint / "subscribers" / "state") / 2**20,
+                    "fused_state_mib": checkpoint_bytes(checkpoint / "fused" / "state") / 2**20,
                     "rocksdb_local_mib": sum(checkpoint_bytes(d) for d in rocksdb_dirs(job_pid)) / 2**20,
                     **checkpoint_anatomy(checkpoint),
                     **{f"jvm_fds_{k}": 0 for k in ("socket", "pipe", "file", "other")}, **tree_fds(job_pid),
@@ -479,8 +480,10 @@ def plot(result: dict[str, object], path: Path, title: str = "soak") -> None:
     mem.set_ylabel("RSS (MiB)")
     mem.legend(loc="upper left", fontsize=8)
     for key, label in (("checkpoint_mib", "checkpoint folder"), ("relay_state_mib", "relay/state"),
-                       ("subscribers_state_mib", "subscribers/state"), ("rocksdb_local_mib", "RocksDB working dirs")):
-        disk.plot(t, [s[key] for s in samples], label=label)
+                       ("subscribers_state_mib", "subscribers/state"), ("fused_state_mib", "fused/state"),
+                       ("rocksdb_local_mib", "RocksDB working dirs")):
+        if any(s.get(key) for s in samples):  # the layout's folders only (a soak of older results has no fused/)
+            disk.plot(t, [s[key] for s in samples], label=label)
     disk.set_ylabel("on disk (MiB)")
     disk.legend(loc="upper left", fontsize=8)
     for key, label in (("jvm_fds", "driver JVM"), ("jvm_fds_socket", "driver JVM: sockets"),

@@ -65,6 +65,26 @@ def test_a_block_s_spans_add_up_to_its_block_to_last_update_time(tmp_path: Path)
     assert spans["subscribers_write"] == 90 - 4 - 30
 
 
+def test_a_fused_block_s_way_ends_in_the_realm_s_call_and_its_spans_add_up(tmp_path: Path) -> None:
+    log = tmp_path / "batches.jsonl"
+    # the fused job logs only the relay query: batch 1 runs 900..1300 (the block comes at 1000), batch 2 from 1500
+    # reads it (planning 60), its call starts at 1600 and writes the block's last update at 1750; no view
+    _log(log, "relay", 1, EPOCH + 900, {"latestOffset": 5, "addBatch": 350, "triggerExecution": 400}, ())
+    _log(log, "relay", 2, EPOCH + 1500, {"latestOffset": 20, "walCommit": 10, "queryPlanning": 30,
+                                         "addBatch": 300, "triggerExecution": 380},
+         (_call("fused", "r", 7, EPOCH + 1600),))
+    snapshot = LiveSnapshot(blocks={4: int(EPOCH + 1000)}, views={}, last_update={4: (int(EPOCH + 1750), 3001)})
+
+    spans = block_spans(snapshot, read_batches(log), "r", 4)
+
+    assert spans is not None and spans["total"] == 750
+    assert sum(spans[name] for name, _ in SPANS) == 750
+    assert (spans["relay_running"], spans["relay_trigger"], spans["relay_planning"], spans["relay_launch"]) == (
+        300, 200, 60, 40)
+    assert spans["relay_write"] == 150 - 4 - 30
+    assert all(spans[name] == 0 for name, _ in SPANS if name.startswith(("seam_", "subscribers_")))
+
+
 def test_a_block_whose_update_no_logged_batch_wrote_is_left_out(tmp_path: Path) -> None:
     log = tmp_path / "batches.jsonl"
     _log(log, "relay", 2, EPOCH + 1500, {"addBatch": 250, "triggerExecution": 330}, (_call("relay", "r", 7, EPOCH + 1600),))

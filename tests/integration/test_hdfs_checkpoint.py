@@ -57,7 +57,8 @@ def test_a_job_sigkilled_mid_stream_resumes_from_its_checkpoint_on_hdfs(
     lines = (REPO_ROOT / "examples" / "small.jsonl").read_bytes().splitlines()
     realms = produce_log(lines, kafka_settings, reset_topics=True)
     checkpoint, log = HadoopPath(f"{hdfs.uri}/pubsub/checkpoint"), tmp_path / "job.log"
-    job = _job(kafka_settings, checkpoint, log, *[flag for realm in realms for flag in ("--realm", realm)])
+    job = _job(kafka_settings, checkpoint, log, "--stages", "split",  # the seam key and Stage S's store on HDFS
+               *[flag for realm in realms for flag in ("--realm", realm)])
     try:
         wait_for_stage_s(log, 2)  # so Stage S has state, and lanes, to keep
     finally:
@@ -67,7 +68,7 @@ def test_a_job_sigkilled_mid_stream_resumes_from_its_checkpoint_on_hdfs(
 
     port = free_port()
     settings = dataclasses.replace(kafka_settings, checkpoint_dir=checkpoint, realms=",".join(realms),
-                                   shuffle_partitions=4, metrics_port=port)
+                                   shuffle_partitions=4, metrics_port=port)  # stages auto: the checkpoint's split
     sizes: list[float] = []
 
     def scrape(_: BatchReport) -> None:

@@ -44,7 +44,8 @@ def test_a_restart_with_other_shuffle_partitions_keeps_every_subscribers_state(
         kafka_settings: Settings, spark: SparkSession, tmp_path: Path) -> None:
     lines = (REPO_ROOT / "examples" / "small.jsonl").read_bytes().splitlines()
     records, realms = fresh_topics(lines, kafka_settings, reset_topics=True)
-    settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint", realms=",".join(realms))
+    settings = dataclasses.replace(kafka_settings, checkpoint_dir=tmp_path / "checkpoint", realms=",".join(realms),
+                                   stages="split")  # lanes place Stage S's keys: the split job's
     half = len(records) // 2
     produce(settings, records[:half])
     run_job(settings, available_now=True)

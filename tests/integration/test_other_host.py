@@ -169,7 +169,7 @@ def test_the_job_with_its_worker_on_another_host_survives_worker_and_driver_kill
     assert len(executors) >= 3, "executors ran from the shipped archive: before and after the worker's restart, and " \
                                 "for the restarted driver"
     listing = hdfs.shell("-ls", "-R", "/pubsub/checkpoint")
-    assert "/pubsub/checkpoint/subscribers/state/" in listing and ".changelog" in listing, listing[-3000:]
+    assert "/pubsub/checkpoint/fused/state/" in listing and ".changelog" in listing, listing[-3000:]
     assert not list(tmp_path.glob("**/hdfs:*")), "nothing of the checkpoint in a local folder"
     bad = [t for t in result.topics if not t.ok]
     assert not bad, f"differences: {bad}"

@@ -100,7 +100,7 @@ def test_two_realms_interleaved_equal_the_simulator(kafka_settings: Settings, tm
 
 def test_views_in_four_partitions_equal_the_simulator(kafka_settings: Settings, tmp_path: Path) -> None:
     lines = (EXAMPLES / "small.jsonl").read_bytes().splitlines()
-    settings = dataclasses.replace(kafka_settings, views_partitions=4, max_offsets_per_trigger=20)
+    settings = dataclasses.replace(kafka_settings, views_partitions=4, max_offsets_per_trigger=20, stages="split")
     assert_equal(verify_log(lines, settings, reset_topics=True, checkpoint=tmp_path / "checkpoint"))
 
 
@@ -198,7 +198,7 @@ def test_a_view_over_one_megabyte_goes_through(kafka_settings: Settings, tmp_pat
     config = tmp_path / "protocol.json"
     # full proofs on the seam (the checking mode): a delta view of this log stays under 1 MB
     config.write_text('{"seam": "full", "broadcaster": {"max_stored_keys": 2000, "max_total_storage_size": 4000000}}')
-    settings = dataclasses.replace(kafka_settings, protocol_config=config)
+    settings = dataclasses.replace(kafka_settings, protocol_config=config, stages="split")  # views cross the seam
     lines = large_view_log()
     result = verify_log(lines, settings, reset_topics=True, checkpoint=tmp_path / "checkpoint")
     assert_equal(result)

@@ -174,7 +174,8 @@ def test_the_job_stops_in_one_line_at_a_seam_record_of_a_newer_format(kafka_sett
                    *job_args(kafka_settings, realm, tmp_path / "checkpoint")[2:]]  # ``pubsub job``
         done = subprocess.run(command,
                               cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=900,
-                              env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "PUBSUB_SEAM_KEY": seam_key})
+                              env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "PUBSUB_SEAM_KEY": seam_key,
+                                   "PUBSUB_STAGES": "split"})  # the split job's Stage S reads the seam
     text = log.read_text()
     assert done.returncode != 0, text[-3000:]
     named = [line for line in text.splitlines() if "format version 3, written by release 9.0.0" in line]

@@ -22,7 +22,7 @@ from pubsub_core.stages import LineParser, OutputRecord, ProtocolConfig
 from pubsub_core.stages.edge import ID_HEADER, ConsumerRecord, ProducerRecord
 from pubsub_core.stages.seam import decode_view
 from state import MemoryBackend
-from streaming.operators import relay_rows, seam_last, seam_record, subscriber_rows
+from streaming.operators import fused_rows, relay_rows, seam_last, seam_record, subscriber_rows
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY = b"k" * 32
@@ -112,6 +112,36 @@ def settled(lines: Counter[str]) -> Counter[str]:
 def test_operators_equal_the_simulator_whatever_the_batching(name: str, size: int | None) -> None:
     lines = (EXAMPLES / name).read_bytes().splitlines()
     got, _ = run_pipeline(lines, size, seed=len(name) + (size or 0))
+    assert got == settled(got) == settled(expected(lines))
+
+
+def run_fused(lines: list[bytes], size: int | None, seed: int) -> Counter[str]:
+    """The fused operator over the same batching: both stages in one call per realm and batch."""
+    rng = random.Random(seed)
+    rows, refused = kafka_inputs(lines)
+    relay_backends: dict[str, MemoryBackend] = {}
+    subscriber_backends: dict[tuple[str, int], MemoryBackend] = {}
+    out: list[str] = list(refused)
+    for batch in batches(rows, size, rng):
+        by_realm: dict[str, list[ConsumerRecord]] = {}
+        for row in batch:
+            by_realm.setdefault(row.topic.rpartition(".")[0], []).append(row)
+        for realm, group in sorted(by_realm.items()):
+            def backend_of(subscriber: int, realm: str = realm) -> MemoryBackend:
+                return subscriber_backends.setdefault((realm, subscriber), MemoryBackend())
+
+            produced = fused_rows(realm, group, relay_backends.setdefault(realm, MemoryBackend()), CONFIG, backend_of)
+            out += [_line(r) for r in produced]
+    return Counter(out)
+
+
+@pytest.mark.parametrize("name", ["minimal.jsonl", "small.jsonl", "tight.jsonl", "stalled.jsonl"])
+@pytest.mark.parametrize("size", [1, 7, None])
+def test_the_fused_operator_equals_the_simulator_whatever_the_batching(name: str, size: int | None) -> None:
+    """Stage S inside Stage R's call: the same records as the simulator's, and no seam record."""
+    lines = (EXAMPLES / name).read_bytes().splitlines()
+    got = run_fused(lines, size, seed=len(name) + (size or 0))
+    assert not [line for line in got if "relay-views" in line]
     assert got == settled(got) == settled(expected(lines))
 
 
@@ -213,11 +243,11 @@ def test_a_key_lands_on_its_namespace_s_stable_page_whatever_was_asked_before() 
 def test_stage_r_hands_each_block_s_views_out_as_soon_as_the_block_is_applied() -> None:
     """relay_chunks ends a chunk with each block's views (its other records go to Kafka while the next block is
     worked on; ``seam_last`` holds the views), chunks stay bounded, and the chunks together are relay_rows' output."""
-    from streaming.operators import CHUNK_ROWS, relay_chunks
+    from streaming.operators import CHUNK_ROWS, relay_chunks, seam_record
 
     lines = (EXAMPLES / "busy.jsonl").read_bytes().splitlines()
     rows, _ = kafka_inputs(lines)
-    chunks = list(relay_chunks("polkadot", rows, MemoryBackend(), CONFIG, KEY))
+    chunks = list(relay_chunks("polkadot", rows, MemoryBackend(), CONFIG, lambda view: [seam_record(view, KEY)]))
     with_views = [chunk for chunk in chunks if any(r.topic.endswith(".relay-views") for r in chunk)]
     seals = sum(1 for chunk in chunks for r in chunk if r.topic.endswith(".seals"))
     assert seals > 10 and len(with_views) >= seals * 3 // 4  # a chunk per block with views (some have none)
@@ -267,7 +297,7 @@ class ListWriter:
 def test_a_stage_writes_every_record_before_it_hands_spark_the_summary() -> None:
     """``relay_frames`` writes each chunk as it is made, delivers all before its one summary frame, and the
     records written are ``relay_rows``' (same order, id carried)."""
-    from streaming.operators import _frames, page_backend, relay_chunks
+    from streaming.operators import _frames, page_backend, relay_chunks, seam_record
     from streaming.spans import OperatorSpans, SpanClock, TimedState
 
     rows, _ = kafka_inputs((EXAMPLES / "busy.jsonl").read_bytes().splitlines())
@@ -276,8 +306,8 @@ def test_a_stage_writes_every_record_before_it_hands_spark_the_summary() -> None
     state = TimedState(pages)
     backend = page_backend(state)
     clock = SpanClock("relay", "polkadot", state)
-    frames = _frames("relay", "polkadot", relay_chunks("polkadot", rows, backend, CONFIG, KEY), backend, writer,
-                     clock)
+    chunks = relay_chunks("polkadot", rows, backend, CONFIG, lambda view: [seam_record(view, KEY)])
+    frames = _frames("relay", "polkadot", chunks, backend.flush, writer, clock)
     summaries = list(frames)
     expected = relay_rows("polkadot", rows, MemoryBackend(), CONFIG, KEY)
     assert writer.records == expected
@@ -291,6 +321,30 @@ def test_a_stage_writes_every_record_before_it_hands_spark_the_summary() -> None
     assert (spans.stage, spans.group, spans.pid) == ("relay", "polkadot", os.getpid())
     assert spans.start <= spans.end
     assert spans.protocol > 0 and spans.state_write > 0 and spans.state_read > 0
+
+
+def test_the_fused_frames_keep_each_subscriber_s_pages_apart_from_the_realm_s() -> None:
+    """``fused_frames`` writes ``fused_rows``' records; the realm's pages are Stage R's alone (the same as the split
+    job's relay pages), and each subscriber's store lives under its own ``<subscriber>/`` namespaces."""
+    from streaming.operators import fused_frames, relay_frames
+    import pandas as pd
+
+    lines = (EXAMPLES / "small.jsonl").read_bytes().splitlines()
+    rows, _ = kafka_inputs(lines)
+    frame = pd.DataFrame({"topic": [r.topic for r in rows], "partition": [r.partition for r in rows],
+                          "offset": [r.offset for r in rows], "key": [r.key for r in rows],
+                          "value": [r.value for r in rows]})
+    writer, pages, subscriber_pages = ListWriter(), Pages(), Pages()
+    summary = list(fused_frames("polkadot", iter([frame]), pages, subscriber_pages, CONFIG, writer))
+    subscribers: dict[int, MemoryBackend] = {}
+    assert writer.records == fused_rows("polkadot", rows, MemoryBackend(), CONFIG,
+                                        lambda n: subscribers.setdefault(n, MemoryBackend()))
+    assert summary[0]["records"].sum() > 0
+    relay_pages = Pages()
+    list(relay_frames("polkadot", iter([frame]), relay_pages, CONFIG, KEY, ListWriter()))
+    assert pages == relay_pages
+    owners = {str(namespace).partition("/")[0] for namespace, _ in subscriber_pages}
+    assert owners == {str(n) for n in subscribers} and len(owners) >= 2
 
 
 def test_timed_state_passes_every_call_through_and_counts_its_time() -> None:
