@@ -82,8 +82,9 @@ def build() -> str:
 
 
 def write_result(name: str, figures: Any, *, module: str, argv: Sequence[str] | None = None,
-                 path: Path | None = None) -> Path:
-    """Write ``figures`` to benchmarks/results/<name>.json (or ``path``) with what produced them."""
+                 path: Path | None = None, build_run: str | None = None) -> Path:
+    """Write ``figures`` to benchmarks/results/<name>.json (or ``path``) with what produced them (``build_run``:
+    the protocol build the figures come from when a worker ran another one than this process)."""
     target = path or RESULTS_DIR / f"{name}.json"
     record = {
         "benchmark": name,
@@ -91,7 +92,7 @@ def write_result(name: str, figures: Any, *, module: str, argv: Sequence[str] | 
         "commit": commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "machine": machine(),
-        "build": build(),
+        "build": build_run or build(),
         "figures": figures,
     }
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -401,13 +401,14 @@ def main() -> None:
         figures = {}
         for mode in ("profile", "timing"):
             command = [sys.executable, "-m", "benchmarks.scaling_bench", "--admission-worker", str(log)]
-            # cProfile sees Python functions only: the profile runs on the pure-Python build, the timing on
-            # the build a user runs.
-            env = {**os.environ, **({"PUBSUB_PURE_PYTHON": "1"} if mode == "profile" else {})}
+            # Both on the pure-Python build: cProfile sees Python functions only, and the timing wraps module
+            # functions, which the compiled build's modules call directly, past any wrapper.
+            env = {**os.environ, "PUBSUB_PURE_PYTHON": "1"}
             done = subprocess.run(command + (["--timing"] if mode == "timing" else []), cwd=ROOT, env=env,
                                   capture_output=True, text=True, check=True)
             figures[mode] = json.loads(done.stdout.strip().splitlines()[-1])
-        path = write_result("admission", figures, module="benchmarks.scaling_bench", path=args.json)
+        path = write_result("admission", figures, module="benchmarks.scaling_bench", path=args.json,
+                            build_run="pure-Python")
         print(RENDERERS["admission"](read_result("admission", path)))
         print(f"wrote {path}")
         return
