@@ -99,7 +99,10 @@ class Settings:
     topic_partitions: int = 2
     spark_master: str = "local[2]"
     shuffle_partitions: int = 2
-    trigger_seconds: float = 1.0
+    trigger_seconds: float = 0.5
+    """Micro-batch interval of a continuous run: a block waits for the next trigger, so half of it on average
+    (docs/benchmarks.md, "Latency budget"); the fused job's one query checks its sources as often at 0.5 s as the
+    split job's two did at 1 s."""
     max_offsets_per_trigger: int | None = None
     checkpoint_dir: CheckpointLocation = field(default_factory=lambda: runtime_dir() / "checkpoints" / "pipeline")
     """The job's checkpoints: ``relay/`` (Stage R) and ``subscribers/`` (Stage S) restart independently. A plain
