@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["CheckpointLocation", "HadoopPath", "checkpoint_location"]
+__all__ = ["CheckpointLocation", "FUSED_FOLDER", "HadoopPath", "SPLIT_FOLDERS", "checkpoint_location"]
+
+FUSED_FOLDER = "fused"
+"""The fused job's query checkpoint inside the checkpoint folder (``streaming.stage_layout``)."""
+SPLIT_FOLDERS = ("relay", "subscribers")
+"""The split job's two query checkpoints inside the checkpoint folder."""
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 """A URI: a scheme of two characters or more (not a Windows drive letter) then ``:/``, so a local folder whose

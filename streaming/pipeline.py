@@ -33,13 +33,12 @@ from pubsub_core.stages.topics import (
     realm_of,
     realm_pattern,
 )
-from settings.checkpoint_location import CheckpointLocation, HadoopPath
+from settings.checkpoint_location import FUSED_FOLDER, CheckpointLocation, HadoopPath
 from settings.settings import Settings
 from streaming.checkpoint_files import create_private, read_text
 from streaming.errors import CheckpointUnreadable
 from streaming.lanes import lane_column, stateful_partitions
 from streaming.record_writer import writer_config
-from streaming.stage_layout import FUSED_FOLDER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

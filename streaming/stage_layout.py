@@ -12,20 +12,17 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from settings.checkpoint_location import CheckpointLocation, HadoopPath
+from settings.checkpoint_location import FUSED_FOLDER, SPLIT_FOLDERS, CheckpointLocation, HadoopPath
 from streaming.checkpoint_files import list_names
 from streaming.errors import StagesMismatch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["FUSED", "FUSED_FOLDER", "NEW_CHECKPOINT_STAGES", "SPLIT", "SPLIT_FOLDERS", "checkpoint_stages",
-           "layout_of", "resolve_stages"]
+__all__ = ["FUSED", "NEW_CHECKPOINT_STAGES", "SPLIT", "checkpoint_stages", "layout_of", "resolve_stages"]
 
 FUSED = "fused"
 SPLIT = "split"
-FUSED_FOLDER = "fused"
-SPLIT_FOLDERS = ("relay", "subscribers")
 NEW_CHECKPOINT_STAGES = FUSED
 """What ``stages = "auto"`` runs on a checkpoint that holds neither layout yet: fused, whose blocks reach their
 subscribers without the seam's hop (docs/benchmarks.md, "Latency budget")."""

@@ -29,8 +29,8 @@ from producers.transport.kafka_io import KafkaIOError, scan_topic
 from producers.transport.topics import consumer_config
 from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, kind_of, topic
+from settings.checkpoint_location import FUSED_FOLDER
 from settings.settings import Settings
-from streaming.stage_layout import FUSED_FOLDER
 from supervise.errors import StatusUnavailable
 
 __all__ = ["HEALTH_TAIL", "RealmStatus", "Stall", "checkpoint_offsets", "from_metrics", "from_topics", "open_stall",
