@@ -3,7 +3,8 @@
 On a broker of its own, the live producer, the block author and `pubsub job` run as in the chaos run
 (benchmarks/reliability/chaos.py). Once the job delivers, each run waits ``--settle`` seconds, SIGKILLs the job's
 process group, restarts it at once, and measures from the restart:
-- the first committed batch (the earlier of the two queries' first batch end, as Spark's progress reports it);
+- the first committed batch (the earlier of the queries' first batch end, as Spark's progress reports it: the fused
+  job's one query, the split job's two);
 - the first update (an ``on_data_updated`` record on ``<realm>.updates``) for a relay block the author wrote after
   the kill, as a consumer of that topic sees it;
 - where the time went, from the job's start-up lines (``streaming.startup``): interpreter and imports, Kafka and
@@ -41,6 +42,7 @@ from producers.transport.topics import ensure_realm_topics
 from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.topics import topic
 from settings.settings import Settings, load_settings
+from streaming.stage_layout import FUSED
 from streaming.startup import PHASE_LINE
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
@@ -49,6 +51,14 @@ PHASES = ("interpreter and imports", "Kafka and topics", "Spark's launcher", "JV
           "queries started")
 """The job's start-up phases up to its queries' start, in order (``streaming.job.run_job``)."""
 FIRST_BATCHES = ("relay first batch", "subscribers first batch")
+STAGES_LINE = re.compile(r"streaming\.job: stages (?P<stages>\w+): ")
+"""The job's line naming its layout (``streaming.job.run_job``): a fused job runs one query, named relay."""
+
+
+def first_batches(log: Path) -> tuple[str, ...]:
+    """The first batch lines a start of the job logs: its queries' (from its stages line; both until it says)."""
+    match = STAGES_LINE.search(log.read_text(errors="replace"))
+    return FIRST_BATCHES[:1] if match is not None and match["stages"] == FUSED else FIRST_BATCHES
 
 
 VARIANTS = ("default", "class-archive")
@@ -182,10 +192,10 @@ class RecoveryRun:
     def record(self, restarted: float, update_at: float | None, killed: float) -> dict[str, Any]:
         proc = self.parts.procs["job"]
         self.wait_for("the job's first batch lines", 120,
-                      lambda: all(name in phases_of(proc.log) for name in FIRST_BATCHES))
+                      lambda: all(name in phases_of(proc.log) for name in first_batches(proc.log)))
         phases = phases_of(proc.log)
         first_update = None if update_at is None else update_at - restarted
-        first_batch = min(phases[name] for name in FIRST_BATCHES)
+        first_batch = min(phases[name] for name in first_batches(proc.log))
         return {"first_batch_s": round(first_batch, 3),
                 "first_update_s": None if first_update is None else round(first_update, 3),
                 "phases": split(phases, first_update), "phase_ends": phases,
@@ -245,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=8.0,
                         help="seconds the job runs between its recovery and the next kill (default: 8)")
     parser.add_argument("--json", type=Path, default=None, help="results file (default: benchmarks/results/recovery.json)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="copy the run's logs and the job's runtime folder (Spark's log, batch log) here")
     args = parser.parse_args(argv)
     stop_cleanly_on_sigterm()
     work = Path(tempfile.mkdtemp(prefix="pubsub-recovery-"))
@@ -262,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             results[name].append(measured)
     finally:
         run.stop()
+        if args.keep is not None:
+            shutil.copytree(work, args.keep, ignore=shutil.ignore_patterns("kafka", "checkpoint", "spark-home", "*.jsa"),
+                            dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     figures = {"plan": {"block_time": plan.block_time, "trigger_seconds": plan.trigger_seconds, "rate": plan.rate,
                         "settle_seconds": args.settle},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.recovery_bench import phases_of, split
+from benchmarks.recovery_bench import first_batches, phases_of, split
 
 
 def test_a_restart_splits_into_the_phases_the_job_logged_then_the_first_batch_and_the_catch_up(tmp_path: Path) -> None:
@@ -24,3 +24,12 @@ def test_a_restart_splits_into_the_phases_the_job_logged_then_the_first_batch_an
     assert split(phases, 12.0) == {"interpreter and imports": 1.0, "Kafka and topics": 0.2, "Spark's launcher": 0.5,
                                    "JVM start": 2.0, "Spark session": 1.3, "queries started": 1.0,
                                    "first batch": 3.0, "catch-up": 3.0}
+
+
+def test_a_fused_job_has_one_first_batch_a_split_one_two(tmp_path: Path) -> None:
+    fused, split_job, unsaid = tmp_path / "fused.log", tmp_path / "split.log", tmp_path / "unsaid.log"
+    fused.write_text("INFO streaming.job: stages fused: one query, subscribers in the relay batch (checkpoint c)\n")
+    split_job.write_text("INFO streaming.job: stages split: two queries joined by the seam topic (checkpoint c)\n")
+    unsaid.write_text("INFO streaming.job: start-up: interpreter and imports at 1.00s (+1.00s)\n")
+    assert first_batches(fused) == ("relay first batch",)
+    assert first_batches(split_job) == first_batches(unsaid) == ("relay first batch", "subscribers first batch")
