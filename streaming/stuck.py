@@ -35,9 +35,18 @@ Python workers running or waiting for a core (``R`` in /proc): a batch starved o
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def _task_files(pid: int, name: str) -> list[Path]:
+    """``/proc/<pid>/task/*/<name>``: none once the process is gone, also when it exits while its threads are
+    listed (the listing then fails, and a process of a running job exits whenever Spark ends a Python worker)."""
+    try:
+        return list(Path(f"/proc/{pid}/task").glob(f"*/{name}"))
+    except OSError:
+        return []
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+    for task in _task_files(pid, "children"):
         try:
             found += [int(child) for child in task.read_text().split()]
         except (OSError, ValueError):
@@ -57,7 +66,7 @@ def _process(pid: int) -> tuple[int, bool] | None:
     except (OSError, ValueError, IndexError):
         return None
     runnable = False
-    for task in Path(f"/proc/{pid}/task").glob("*/stat"):
+    for task in _task_files(pid, "stat"):
         try:
             runnable = runnable or _fields(task.read_text())[0] == "R"
         except (OSError, ValueError, IndexError):

@@ -59,3 +59,20 @@ def test_this_process_is_read_from_proc() -> None:
     activity = tree_activity(os.getpid())
     assert activity is not None and activity[0] > 0
     assert tree_activity(2**22 + 7) is None  # no such process
+
+
+def test_a_process_that_exits_while_its_threads_are_listed_is_read_as_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python worker that Spark ends between the look at its stat and the listing of its threads: the listing
+    fails (FileNotFoundError from the vanished /proc folder), and the watch reads it as gone, not as a job error."""
+    from pathlib import Path
+
+    real_glob = Path.glob
+
+    def vanishing(self: Path, pattern: str) -> object:
+        if self.name == "task":
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real_glob(self, pattern)
+
+    monkeypatch.setattr(Path, "glob", vanishing)
+    activity = tree_activity(os.getpid())
+    assert activity is not None and activity[0] > 0 and activity[1] is False
