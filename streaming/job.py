@@ -336,8 +336,8 @@ def new_progress(query: StreamingQuery, after: int) -> list[Any]:
 
     From ``lastProgress`` alone when at most one batch is new, as between two polls of a running job: pyspark's
     ``recentProgress`` fetches and parses every entry Spark keeps (up to ``numRecentProgressUpdates``, 100) over
-    py4j at each call, about 0.1 s once a query has run 100 batches (``benchmarks/progress_bench.py``), which the
-    job would pay for each query twice a second."""
+    py4j at each call, tens of milliseconds once a query has run 100 batches (``benchmarks/progress_bench.py``),
+    which the job would pay for each query twice a second."""
     last = query.lastProgress
     if last is None:
         return []

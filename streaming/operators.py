@@ -74,16 +74,16 @@ NAMESPACE_PAGES = 16
 """Pages of a large state namespace: a batch loads and writes only the pages it touches (one MapState call each)."""
 
 SINGLE_PAGE_BYTES = 64 * 1024
-"""A namespace stays one page until its page would pass this (then it is split into ``NAMESPACE_PAGES``). Measured
-in the job's session (benchmarks/mapstate_bench.py, docs/benchmarks.md): a read costs 0.31 ms + 57 MB/s, a write
-0.19 ms + 190 MB/s, so a page of 64 KiB read and written back costs 2 ms where 16 pages cost 8 ms in calls alone
-once a batch touches them all (Stage S's relay mirror, about 33 KB a subscriber on the standard workload, does),
-and a batch that touches one key of it pays at most 1.5 ms more than with 16 pages."""
+"""A namespace stays one page until its page would pass this (then it is split into ``NAMESPACE_PAGES``). A MapState
+call costs a fixed round trip plus its bytes at a rate (docs/benchmarks.md, "MapState call costs"): a page of this
+size read and written back costs about what 16 pages cost in round trips alone once a batch touches them all (Stage
+S's relay mirror, about 33 KB a subscriber on the standard workload, does), and a batch that touches one key of it
+pays only the page's bytes more than with 16 pages."""
 
 BUNDLE_BYTES = 64 * 1024
 """One-page namespaces are packed into bundles of up to this many bytes (``state.spark``): Stage S's batches touch
 nearly all of a subscriber's 60-odd small namespaces (a cache, key and reference namespace per publisher followed),
-which cost two calls each per batch on their own pages, 0.5 ms at the rates above; a 64 KiB bundle costs 2 ms."""
+which cost two round trips each per batch on their own pages; a bundle costs two, plus its bytes."""
 
 
 def page_backend(pages: Any) -> SparkStateBackend:
