@@ -15,6 +15,7 @@ import hashlib
 import importlib.metadata
 import os
 import sys
+import sysconfig
 from pathlib import Path
 
 from settings.paths import runtime_dir
@@ -33,13 +34,14 @@ anyway (and pyspark's jars alone are about 450 MB)."""
 DISTRIBUTION = "rfc0160-pubsub"
 
 
-def editable_install() -> bool:
-    """Whether the project is installed in editable mode (a checkout): venv-pack cannot pack that."""
-    try:
-        direct = importlib.metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or ""
-    except importlib.metadata.PackageNotFoundError:
-        return True
-    return '"editable": true' in direct.replace(" ", "").replace('"editable":true', '"editable": true')
+def editable_install(module_file: Path = Path(__file__)) -> bool:
+    """Whether the project runs from a checkout (an editable install, or the source tree on the path) rather than
+    from a wheel in this venv's site-packages: venv-pack cannot pack a checkout. Decided by where the code is loaded
+    from (``module_file``, this module), not by the distribution's metadata: a checkout's own ``*.egg-info`` folder,
+    first on the path when run from the checkout, carries no editable marker."""
+    here = module_file.resolve()
+    installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+    return not any(folder in here.parents for folder in installed)
 
 
 def wants_archive(mode: str, master: str) -> bool:
