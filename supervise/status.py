@@ -29,7 +29,7 @@ from producers.transport.kafka_io import KafkaIOError, scan_topic
 from producers.transport.topics import consumer_config
 from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.topics import INPUTS, OUTPUTS, kind_of, topic
-from settings.checkpoint_location import FUSED_FOLDER
+from settings.checkpoint_location import FUSED_FOLDER, SPLIT_FOLDERS
 from settings.settings import Settings
 from supervise.errors import StatusUnavailable
 
@@ -168,7 +168,8 @@ def from_topics(settings: Settings, realm: str, checkpoint: Path | None) -> Real
         if stall is not None and (status.relay_height is None or status.relay_height < stall.block):
             status.stall = stall
     if checkpoint is not None:
-        done = checkpoint_offsets(checkpoint / (FUSED_FOLDER if (checkpoint / FUSED_FOLDER).is_dir() else "relay"))
+        relay = FUSED_FOLDER if (checkpoint / FUSED_FOLDER).is_dir() else SPLIT_FOLDERS[0]  # the query reading inputs
+        done = checkpoint_offsets(checkpoint / relay)
         for name, parts in ends.items():
             if kind_of(name) in INPUTS:
                 for partition, end in parts.items():
