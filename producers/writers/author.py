@@ -675,13 +675,14 @@ class BlockAuthor:
             raise AuthorKafkaError(self.realm, f"writing block {number}", error.str()) from exc
 
     def close(self) -> None:
-        """Release the clients (a transaction is never left open between blocks)."""
+        """Release the clients. The producer is not flushed: each block's transaction is committed or aborted
+        before ``_commit`` returns, so nothing is pending, and a flush would drain librdkafka's queue of events,
+        where a fencing the failed block already reported as ``AuthorFenced`` may still wait as a fatal error and
+        would be raised again, in place of the typed error."""
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
-        if self._producer is not None:
-            self._producer.flush(5)
-            self._producer = None
+        self._producer = None
 
 
 def latest_snapshot(settings: Settings, realm: str, author_keys: frozenset[bytes]) -> AuthorSnapshot | None:
