@@ -60,6 +60,10 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how the project reaches the executors: archive (this venv packed, sent in "
                              "spark.archives), shared (the executors run this interpreter) or auto (archive for a "
                              "spark:// master when installed from a wheel, the default; $PUBSUB_SHIP)")
+    parser.add_argument("--standby", action="store_true", default=None,
+                        help="start Spark now, then wait for the job running on the same checkpoint on this host "
+                             "to end (a crash included) and take over from it: a warm standby that skips Spark's "
+                             "start-up (default: refuse while another job runs on it; $PUBSUB_STANDBY)")
     parser.add_argument("--available-now", action="store_true", help="drain every input topic, then stop")
     parser.add_argument("--run-seconds", type=float, metavar="S", help="stop after this many seconds (default: run until stopped)")
 
@@ -84,6 +88,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "metrics_port": args.metrics_port,
             "metrics_host": args.metrics_host,
             "ship": args.ship,
+            "standby": args.standby,
             **security_overrides(args),
         },
         config_file=args.config,

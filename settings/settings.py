@@ -127,6 +127,9 @@ class Settings:
     """How the state stores' checkpoint stays bounded: one of ``STATE_REOPEN_MODES``."""
     state_reopen_minutes: float = 30.0
     """With ``state_reopen = "periodic"``: minutes between two restarts of the queries on their checkpoints."""
+    standby: bool = False
+    """Start Spark, then wait for the job running on the checkpoint on this host to end and take over from it (a
+    warm standby: ``streaming.checkpoint_lock``); False: refuse to start while another job runs on it."""
     stuck_batch_seconds: float = 300.0
     """A batch that has run this long while Spark's JVM and its Python workers sat idle ends the job with one line
     (``streaming.stuck``; local mode)."""

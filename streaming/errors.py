@@ -10,6 +10,7 @@ from settings.checkpoint_location import CheckpointLocation
 __all__ = [
     "BatchStuck",
     "CheckpointDiskFull",
+    "CheckpointInUse",
     "CheckpointUnreachable",
     "CheckpointUnreadable",
     "ClassArchiveNotWritten",
@@ -83,6 +84,19 @@ class BatchStuck(StreamingError):
         self.batch = batch
         self.seconds = seconds
         self.cpu_share = cpu_share
+
+
+class CheckpointInUse(StreamingError):
+    """Another job on this host runs on the checkpoint (it holds the checkpoint's lock, ``streaming.checkpoint_lock``);
+    names the checkpoint, that job's pid (None: unknown) and the lock file."""
+
+    def __init__(self, checkpoint: CheckpointLocation, pid: int | None, lock: Path) -> None:
+        who = "another job" if pid is None else f"another job (pid {pid})"
+        super().__init__(f"the checkpoint {checkpoint} is in use by {who} on this host: stop it first, or run this "
+                         f"one with --standby to take over when it ends (lock {lock})")
+        self.checkpoint = checkpoint
+        self.pid = pid
+        self.lock = lock
 
 
 class CheckpointUnreadable(StreamingError):

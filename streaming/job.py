@@ -39,6 +39,7 @@ from settings.protocol import load_protocol_config
 from settings.settings import Settings
 from state.native import build_name
 from streaming.checkpoint_files import check_reachable, space_used
+from streaming.checkpoint_lock import CheckpointLock
 from streaming.descriptors import DescriptorUse, DescriptorWatch
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
 from streaming.health import declared_stalls, health_publisher
@@ -59,8 +60,11 @@ from streaming.stuck import StuckBatchWatch
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["BATCH_LOG_BYTES", "BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
+__all__ = ["BATCH_LINE", "BATCH_LOG_BYTES", "BatchReport", "JobSummary", "STOP_GRACE_SECONDS", "disk_full", "ensure_outputs",
            "finish_batches", "log_batch", "main", "new_progress", "ran", "run_job", "RealmWaits", "unread_records"]
+
+BATCH_LINE = re.compile(r"^(?P<query>relay|subscribers) batch (?P<batch>\d+): ", re.MULTILINE)
+"""A batch's line in the job's output (``BatchReport.line``), for the tools that count them."""
 
 _LOG = logging.getLogger("streaming.job")
 """The driver's log: a realm that stalls (WARNING) and moves again (INFO), on stderr unless the application
@@ -361,7 +365,28 @@ def run_job(
     (SIGTERM, SIGINT, or ``stop`` set by another thread: a caller that runs the live job in-process) or
     ``run_seconds``. The Kafka cluster is the configured one (`pubsub job` starts the embedded broker when none is).
     With ``metrics_port`` set, serves the metrics (``streaming.metrics``) meanwhile; ``say`` gets a line for the
-    endpoint and for each periodic restart of the queries."""
+    endpoint and for each periodic restart of the queries. The job holds its checkpoint's lock while it runs
+    (``streaming.checkpoint_lock``): refused at once while another job on this host holds it, or, with
+    ``standby``, waited for once Spark's session is up."""
+    lock = CheckpointLock(runtime_dir() / "locks", settings.checkpoint_dir)
+    if not settings.standby:
+        lock.acquire()  # before Spark starts: a second job on the checkpoint is refused in a second
+    try:
+        return _run_holding(settings, lock, available_now, run_seconds, on_batch, stop, say)
+    finally:
+        lock.release()
+
+
+def _run_holding(
+    settings: Settings,
+    lock: CheckpointLock,
+    available_now: bool,
+    run_seconds: float | None,
+    on_batch: Callable[[BatchReport], None] | None,
+    stop: threading.Event | None,
+    say: Callable[[str], None] | None,
+) -> JobSummary:
+    """``run_job`` with ``lock`` held, or (a standby's) taken once the session is up."""
     from pyspark.errors import StreamingQueryException
 
     from streaming.spark_session import SPARK_PROMETHEUS_PATH, build_spark, jvm_pid, jvm_start_times
@@ -380,6 +405,13 @@ def run_job(
     startup.phase("Spark's launcher", jvm_started)
     startup.phase("JVM start", context_started)
     startup.phase("Spark session")
+    if not lock.held:  # a standby: nothing of the checkpoint is read before the job running on it has ended
+        taken_by = _take_over(lock, stop, say)
+        if taken_by is not None:
+            return JobSummary(stopped_by=taken_by or None)
+        startup.phase("standby took over")
+        realms = _realms_now(settings, admin)  # the realms that appeared while it waited
+        ensure_outputs(settings, realms, admin)
     if isinstance(settings.checkpoint_dir, HadoopPath):  # one line, in seconds, for a NameNode down or unreachable
         check_reachable(spark, settings.checkpoint_dir)
     stages = resolve_stages(settings.stages, checkpoint_stages(spark, settings.checkpoint_dir),
@@ -509,6 +541,30 @@ def run_job(
     summary.seconds = time.monotonic() - started
     summary.stopped_by = signal.Signals(stop_requested[0]).name if stop_requested else None
     return summary
+
+
+def _take_over(lock: CheckpointLock, stop: threading.Event | None, say: Callable[[str], None] | None) -> str | None:
+    """A standby's wait for the checkpoint's lock. None once it holds the lock; when stopped first: the signal's
+    name (SIGTERM, SIGINT), or "" for ``stop``."""
+    holder = lock.holder()
+    line = (f"standby: Spark is up; waiting for the job on {lock.checkpoint}"
+            f"{'' if holder is None else f' (pid {holder})'} to end")
+    _LOG.info("%s", line)
+    if say:
+        say(line)
+    signals: list[int] = []
+
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
+        signals.append(signum)
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if lock.wait(lambda: bool(signals) or (stop is not None and stop.is_set())):
+            return None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return signal.Signals(signals[0]).name if signals else ""
 
 
 def finish_batches(queries: Sequence[StreamingQuery], grace: float = STOP_GRACE_SECONDS) -> None:

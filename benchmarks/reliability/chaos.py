@@ -54,6 +54,7 @@ from producers.transport.topics import ensure_realm_topics
 from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.topics import topic
 from settings.settings import Settings, load_settings
+from streaming.job import BATCH_LINE
 from supervise.cluster import StandaloneCluster
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
@@ -411,7 +412,7 @@ class ChaosRun:
             text = proc.log.read_text(errors="replace")
         except OSError:
             return None
-        return time.monotonic() - proc.started if " batch " in text else None
+        return time.monotonic() - proc.started if BATCH_LINE.search(text) else None
 
     # events
     def kill_job(self, mode: str) -> Event:

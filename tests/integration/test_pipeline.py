@@ -28,7 +28,7 @@ from tests.support.paths import REPO_ROOT
 from settings.checkpoint_location import CheckpointLocation
 from settings.protocol import load_protocol_config
 from settings.settings import Settings
-from streaming.job import run_job
+from streaming.job import BATCH_LINE, run_job
 from supervise.verify import VerifyResult, check_outputs, expected_outputs, fresh_topics, produce_log, verify_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -116,7 +116,8 @@ def _job(settings: Settings, checkpoint: CheckpointLocation, log: Path, *extra: 
 def _wait_for_batches(log: Path, count: int, timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if log.exists() and log.read_text(errors="replace").count("relay batch") >= count:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if sum(line["query"] == "relay" for line in BATCH_LINE.finditer(text)) >= count:
             return
         time.sleep(0.5)
     raise AssertionError(f"the job wrote fewer than {count} batch lines in {timeout}s:\n{log.read_text()[-2000:]}")
