@@ -11,10 +11,12 @@ process group, restarts it at once, and measures from the restart:
   topics, Spark's launcher, JVM start, Spark session, the queries' start, each query's first batch (the state
   stores loaded and the uncommitted batch run again), then the catch-up up to the first update.
 With ``--variants``, runs alternate between the variants (job environments), so each is measured under the same
-load. Writes benchmarks/results/recovery.json.
+load. The ``standby`` variant starts `pubsub job --standby` beside the running job during the settle time and
+restarts nothing: the standby takes over at the kill, and its figures count from the kill (its phases: the
+take-over, the queries' start, the first batch, the catch-up). Writes benchmarks/results/recovery.json.
 
     python -m benchmarks.recovery_bench                       # 5 restarts of the job as configured
-    python -m benchmarks.recovery_bench --runs 6 --variants default class-archive
+    python -m benchmarks.recovery_bench --runs 5 --variants default class-archive standby
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ from supervise.live_run import WORKLOAD_AUTHOR_SEED
 
 PHASES = ("interpreter and imports", "Kafka and topics", "Spark's launcher", "JVM start", "Spark session",
           "queries started")
+TAKE_OVER = "standby took over"
+"""A standby's phase: the lock taken, once the job before it has ended."""
+STANDBY_PHASES = (TAKE_OVER, "queries started")
+"""A standby's phases from the kill up to its queries' start."""
 """The job's start-up phases up to its queries' start, in order (``streaming.job.run_job``)."""
 FIRST_BATCHES = ("relay first batch", "subscribers first batch")
 STAGES_LINE = re.compile(r"streaming\.job: stages (?P<stages>\w+): ")
@@ -61,9 +67,11 @@ def first_batches(log: Path) -> tuple[str, ...]:
     return FIRST_BATCHES[:1] if match is not None and match["stages"] == FUSED else FIRST_BATCHES
 
 
-VARIANTS = ("default", "class-archive")
+VARIANTS = ("default", "class-archive", "standby")
 """The job as configured (in a fresh runtime folder: no class archive); with a class archive for its JVM, built
-first (`pubsub job --write-class-archive`)."""
+first (`pubsub job --write-class-archive`); a warm standby with the class archive (`pubsub job --standby`)."""
+STANDBY_WAITING = "standby: Spark is up; waiting for the job"
+"""The line a standby prints once its session is up (``streaming.job``)."""
 
 
 def variant_env(name: str, work: Path) -> dict[str, str]:
@@ -71,7 +79,11 @@ def variant_env(name: str, work: Path) -> dict[str, str]:
     runtime = {"PUBSUB_RUNTIME_DIR": str(work / "runtime")}
     if name == "default":
         return {}
-    if name == "class-archive":
+    if name in ("class-archive", "standby"):
+        if name == "standby":
+            return {**variant_env("class-archive", work), "PUBSUB_STANDBY": "true"}
+        if (work / "spark-driver.jsa").exists():
+            return {"PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")}
         subprocess.run(_cli("job", "--write-class-archive"), check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
                        env={**os.environ, **runtime, "PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")})
         return {"PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")}
@@ -121,12 +133,13 @@ def phases_of(log: Path) -> dict[str, float]:
     return found
 
 
-def split(phases: Mapping[str, float], first_update: float | None) -> dict[str, float]:
+def split(phases: Mapping[str, float], first_update: float | None, origin: float = 0.0) -> dict[str, float]:
     """The restart's time per phase: each phase's end minus the previous one's; ``first batch`` from the queries'
-    start to the earlier first batch; ``catch-up`` from there to the first update."""
+    start to the earlier first batch; ``catch-up`` from there to the first update. ``origin``: the time the first
+    phase counts from (a standby's: the kill, in seconds since its process started)."""
     out: dict[str, float] = {}
-    last = 0.0
-    for name in PHASES:
+    last = origin
+    for name in STANDBY_PHASES if TAKE_OVER in phases else PHASES:
         if name in phases:
             out[name] = round(phases[name] - last, 3)
             last = phases[name]
@@ -190,27 +203,40 @@ class RecoveryRun:
         return self.record(began, first, began)
 
     def record(self, restarted: float, update_at: float | None, killed: float) -> dict[str, Any]:
+        """The figures of a start at ``restarted`` (monotonic; a standby's: the kill), from the job's log."""
         proc = self.parts.procs["job"]
         self.wait_for("the job's first batch lines", 120,
                       lambda: all(name in phases_of(proc.log) for name in first_batches(proc.log)))
+        origin = restarted - proc.started  # 0 for a restart; a standby's: the kill, on its own clock
         phases = phases_of(proc.log)
         first_update = None if update_at is None else update_at - restarted
-        first_batch = min(phases[name] for name in first_batches(proc.log))
+        first_batch = min(phases[name] for name in first_batches(proc.log)) - origin
         return {"first_batch_s": round(first_batch, 3),
                 "first_update_s": None if first_update is None else round(first_update, 3),
-                "phases": split(phases, first_update), "phase_ends": phases,
+                "phases": split(phases, None if first_update is None else first_update + origin, origin),
+                "phase_ends": phases,
                 "killed_to_restart_s": round(restarted - killed, 3),
                 "load_average": [round(x, 2) for x in os.getloadavg()]}
 
     def restart(self, env: Mapping[str, str]) -> dict[str, Any]:
-        """One kill and restart, measured."""
+        """One kill and restart (with ``PUBSUB_STANDBY`` in ``env``: a standby started beforehand), measured."""
         tracker = self.tracker
         assert tracker is not None
-        time.sleep(self.settle)
+        standby = env.get("PUBSUB_STANDBY") == "true"
+        settled = time.monotonic() + self.settle
+        if standby:  # started during the settle time, beside the running job, as an operator would have it
+            waiting = self.parts.start("standby", self.job_argv(), env={
+                "PUBSUB_RUNTIME_DIR": str(self.work / "runtime"), "COLUMNS": "400", **env})
+            self.wait_for("the standby's session", 120, lambda: STANDBY_WAITING in waiting.log.read_text())
+        time.sleep(max(0.0, settled - time.monotonic()))
         load = [round(x, 2) for x in os.getloadavg()]
         killed = time.monotonic()
         self.parts.kill("job")
-        restarted = self.start_job(env)
+        if standby:
+            self.parts.procs["job"] = self.parts.procs.pop("standby")
+            restarted = killed
+        else:
+            restarted = self.start_job(env)
         self.wait_for("an update for a block written after the kill", 300,
                       lambda: tracker.first_update_after(killed) is not None)
         found = tracker.first_update_after(killed)

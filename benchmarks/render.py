@@ -317,6 +317,11 @@ def admission(record: Mapping[str, Any]) -> str:
                               "share"], rows))
 
 
+RECOVERY_ORDER = ("interpreter and imports", "Kafka and topics", "Spark's launcher", "JVM start", "Spark session",
+                  "standby took over", "queries started", "first batch", "catch-up")
+"""The phases of a restart and of a standby's take-over, in the order they happen (``benchmarks.recovery_bench``)."""
+
+
 def recovery(record: Mapping[str, Any]) -> str:
     """A SIGKILLed job's restart: per variant, the median (range) of each phase and of the two end points, with the
     change of each later variant against the first."""
@@ -333,10 +338,12 @@ def recovery(record: Mapping[str, Any]) -> str:
     phases: list[str] = []
     for variant in variants.values():
         phases += [name for name in variant["summary"]["phases"] if name not in phases]
+    phases.sort(key=lambda name: RECOVERY_ORDER.index(name) if name in RECOVERY_ORDER else len(RECOVERY_ORDER))
     lines = [(name, [variants[v]["summary"]["phases"].get(name) for v in names]) for name in phases]
+    start = " (standby: kill)" if "standby" in names else ""
     lines += [(label, [variants[v]["summary"].get(key) for v in names])
-              for label, key in (("**restart -> first committed batch**", "first_batch_s"),
-                                 ("**restart -> first update after the kill**", "first_update_s"))]
+              for label, key in ((f"**restart{start} -> first committed batch**", "first_batch_s"),
+                                 (f"**restart{start} -> first update after the kill**", "first_update_s"))]
     rows = [[label, *(cell(s) for s in spreads), *(change(spreads[0], s) for s in spreads[1:])]
             for label, spreads in lines]
     loads = [run["load_average_before"][0] for variant in variants.values() for run in variant["runs"]]
