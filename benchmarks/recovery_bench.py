@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ROOT, stop_cleanly_on_sigterm, write_result
-from benchmarks.reliability.chaos import ChaosPlan, Parts, _cli, tail
+from benchmarks.reliability.chaos import ChaosPlan, Parts, _cli, descendants, tail
 from benchmarks.reliability.follow import TopicFollower
 from producers.transport.topics import ensure_realm_topics
 from pubsub_core.stages.edge import ConsumerRecord
@@ -70,6 +70,8 @@ def first_batches(log: Path) -> tuple[str, ...]:
 VARIANTS = ("default", "class-archive", "standby")
 """The job as configured (in a fresh runtime folder: no class archive); with a class archive for its JVM, built
 first (`pubsub job --write-class-archive`); a warm standby with the class archive (`pubsub job --standby`)."""
+STANDBY_WATCH = 4.0
+"""Seconds, at least, over which a waiting standby's CPU is measured."""
 STANDBY_WAITING = "standby: Spark is up; waiting for the job"
 """The line a standby prints once its session is up (``streaming.job``)."""
 
@@ -88,6 +90,20 @@ def variant_env(name: str, work: Path) -> dict[str, str]:
                        env={**os.environ, **runtime, "PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")})
         return {"PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")}
     raise SystemExit(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
+
+
+def tree_usage(pid: int) -> tuple[float, int]:
+    """CPU seconds used so far and resident bytes now of ``pid`` and every process below it (from /proc)."""
+    cpu, rss = 0.0, 0
+    for member in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            status = Path(f"/proc/{member}/status").read_text()
+        except OSError:
+            continue
+        cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        rss += next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return cpu, rss
 
 
 class UpdateTracker(TopicFollower):
@@ -228,7 +244,13 @@ class RecoveryRun:
             waiting = self.parts.start("standby", self.job_argv(), env={
                 "PUBSUB_RUNTIME_DIR": str(self.work / "runtime"), "COLUMNS": "400", **env})
             self.wait_for("the standby's session", 120, lambda: STANDBY_WAITING in waiting.log.read_text())
-        time.sleep(max(0.0, settled - time.monotonic()))
+            time.sleep(1.0)  # its start-up's last threads settle
+            cpu_from, watched_from = tree_usage(waiting.process.pid)[0], time.monotonic()
+        time.sleep(max(STANDBY_WATCH if standby else 0.0, settled - time.monotonic()))
+        if standby:  # what a waiting standby costs: its share of a core and its memory (the JVM's and Python's)
+            cpu_to, rss = tree_usage(waiting.process.pid)
+            waited = {"standby_cpu_share": round((cpu_to - cpu_from) / (time.monotonic() - watched_from), 4),
+                      "standby_rss_mib": round(rss / 2**20)}
         load = [round(x, 2) for x in os.getloadavg()]
         killed = time.monotonic()
         self.parts.kill("job")
@@ -243,6 +265,8 @@ class RecoveryRun:
         assert found is not None
         result = self.record(restarted, found[1], killed)
         result["load_average_before"] = load
+        if standby:
+            result.update(waited)
         result["first_block_after_kill"] = found[0]
         return result
 
@@ -260,7 +284,7 @@ def summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 "max": round(max(values), 3)}
 
     out: dict[str, Any] = {"runs": len(runs)}
-    for key in ("first_batch_s", "first_update_s"):
+    for key in ("first_batch_s", "first_update_s", "standby_cpu_share", "standby_rss_mib"):
         values = [float(r[key]) for r in runs if r.get(key) is not None]
         if values:
             out[key] = spread(values)

@@ -354,6 +354,12 @@ def recovery(record: Mapping[str, Any]) -> str:
             f"kill. 1-minute load average before the kills: {min(loads):.1f}-{max(loads):.1f} on "
             f"{record['machine'].get('cores', '?')} cores. Cold start (empty checkpoint, {names[0]}): first batch "
             f"{figures['cold_start']['first_batch_s']:.1f} s, first update {figures['cold_start']['first_update_s']:.1f} s.")
+    waiting = variants.get("standby", {}).get("summary", {})
+    if "standby_cpu_share" in waiting:
+        cpu, rss = waiting["standby_cpu_share"], waiting["standby_rss_mib"]
+        note += (f" A waiting standby (its JVM and Python, over the last seconds before each kill) used "
+                 f"{cpu['median']:.1%} of a core ({cpu['min']:.1%}-{cpu['max']:.1%}) and held {rss['median']:,.0f} "
+                 f"MiB ({rss['min']:,.0f}-{rss['max']:,.0f}).")
     header = ["phase (s)", *names, *(f"{name} vs {names[0]}" for name in names[1:])]
     return note + "\n\n" + markdown_table(header, rows)
 

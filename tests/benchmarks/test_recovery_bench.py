@@ -33,3 +33,17 @@ def test_a_fused_job_has_one_first_batch_a_split_one_two(tmp_path: Path) -> None
     unsaid.write_text("INFO streaming.job: start-up: interpreter and imports at 1.00s (+1.00s)\n")
     assert first_batches(fused) == ("relay first batch",)
     assert first_batches(split_job) == first_batches(unsaid) == ("relay first batch", "subscribers first batch")
+
+
+def test_a_standby_take_over_counts_from_the_kill_on_its_own_clock(tmp_path: Path) -> None:
+    """A standby started 30 s before the kill: its phases from the kill (origin 30.0 on its clock), not from its
+    start, and none of the start-up it did before."""
+    log = tmp_path / "standby.log"
+    log.write_text("INFO streaming.job: start-up: interpreter and imports at 1.00s (+1.00s)\n"
+                   "INFO streaming.job: start-up: Spark session at 5.00s (+4.00s)\n"
+                   "INFO streaming.job: standby: Spark is up; waiting for the job on c (pid 7) to end\n"
+                   "INFO streaming.job: start-up: standby took over at 30.05s (+25.05s)\n"
+                   "INFO streaming.job: start-up: queries started at 30.55s (+0.50s)\n"
+                   "INFO streaming.job: start-up: relay first batch at 33.55s (+3.00s) (batch 9, ...)\n")
+    assert split(phases_of(log), 34.0, origin=30.0) == {"standby took over": 0.05, "queries started": 0.5,
+                                                        "first batch": 3.0, "catch-up": 0.45}
