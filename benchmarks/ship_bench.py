@@ -72,7 +72,9 @@ def _pack(venv: Path, env: dict[str, str]) -> tuple[Path, float]:
     started = time.monotonic()
     done = subprocess.run([str(venv / "bin" / "python"), "-c",
                            "from streaming.shipping import pack_environment; print(pack_environment())"],
-                          env=env, capture_output=True, text=True, check=True)
+                          env=env, capture_output=True, text=True, check=True, cwd=venv)
+    # not from the checkout: `-c` puts the working folder first on the path, and the checkout's packages are
+    # not the wheel's (the job refuses to pack a checkout)
     return Path(done.stdout.strip().splitlines()[-1]), time.monotonic() - started
 
 
