@@ -364,10 +364,30 @@ def recovery(record: Mapping[str, Any]) -> str:
     return note + "\n\n" + markdown_table(header, rows)
 
 
+def ship_bench(record: Mapping[str, Any]) -> str:
+    """The job's start-up on a standalone cluster per way its code reaches the executors: each run's wall time, its
+    first batch and whether its outputs equal the simulator's."""
+    figures = record["figures"]
+
+    def each(runs: Sequence[Mapping[str, Any]], key: str) -> str:
+        return ", ".join(f"{run[key]:.1f}" for run in runs)
+
+    rows = [[mode, each(runs, "wall_seconds"), each(runs, "first_batch_seconds"),
+             ", ".join("yes" if run["equal_to_simulator"] else "no" for run in runs)]
+            for mode, runs in figures["runs"].items()]
+    note = (f"{figures['wheel']} installed into a fresh venv in {figures['install_seconds']:.0f} s; the venv packed "
+            f"({figures['archive_mib']:.0f} MiB) in {figures['pack_seconds']:.0f} s, once per venv content; the "
+            f"project zip {figures['project_zip_kib'] / 1024:.1f} MiB. 1-minute load average at the start: "
+            f"{record['machine']['load_average'][0]:.1f}.")
+    return note + "\n\n" + markdown_table(["mode", "wall s (per run)", "first batch s (per run)",
+                                           "outputs equal the simulator"], rows)
+
+
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "metering": metering, "seam": seam, "trie": trie, "simulator": simulator, "pipeline": pipeline,
     "mapstate": mapstate, "scaling": scaling, "admission": admission, "latency": latency, "progress": progress,
     "state": state, "latency_budget": latency_budget, "recovery": recovery,
+    "ship_bench": ship_bench,
 }
 """Result name (benchmarks/results/<name>.json) -> its table; the doc's section markers use the same name."""
 
