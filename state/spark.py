@@ -1,7 +1,7 @@
 """A StateBackend on transformWithState: namespaces split into pages, each page one MapState entry.
 
-Every MapState call is a round trip to the JVM (a read 0.31 ms, a write 0.19 ms in the job's session), while a
-large value moves at 57 MB/s read and 190 MB/s written (benchmarks/mapstate_bench.py). So a namespace is stored
+Every MapState call is a round trip to the JVM with a fixed cost, while a large value's bytes add little beyond it
+(docs/benchmarks.md, "MapState call costs", from benchmarks/mapstate_bench.py). So a namespace is stored
 as `pages` values (default 1) under the MapState key (namespace, page), each holding the page's entries in one
 deterministic encoding. A read or write touches each needed page once per backend instance: a micro-batch of
 protocol work for one grouping key costs a few calls per namespace, whatever the entry count.
