@@ -121,8 +121,8 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keys", type=int, default=16, help="keys per publisher (default: 16, full messages allowed)")
     parser.add_argument("--subscribed-keys", type=int, default=8, help="keys each subscriber follows (default: 8)")
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds of traffic per run (default: 60)")
-    parser.add_argument("--trigger-seconds", type=float, default=0.5,
-                        help="the job's micro-batch interval (default: 0.5)")
+    parser.add_argument("--trigger-seconds", type=float, default=0.2,
+                        help="the job's micro-batch interval (default: 0.2, the job's)")
     parser.add_argument("--drain-timeout", type=float, default=240.0, metavar="SECONDS",
                         help="how long to wait for the job to serve the last block (default: 240)")
 

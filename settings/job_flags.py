@@ -44,7 +44,8 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
                              "or tiered (the JVM's default, C1 then C2) ($PUBSUB_SPARK_JIT)")
     parser.add_argument("--checkpoint", metavar="DIR|URI", help="checkpoint folder, or a Hadoop URI: hdfs://host:port/path (default: checkpoints/pipeline in the runtime folder: $PUBSUB_RUNTIME_DIR, else ~/.local/share/rfc0160-pubsub)")
     parser.add_argument("--views-partitions", type=int, metavar="N", help="partitions of each relay-views topic (default: 2)")
-    parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 0.5)")
+    parser.add_argument("--trigger-seconds", type=float, metavar="S", help="micro-batch interval in seconds (default: 0.2; 0.5 "
+                        "halves the job's CPU for a longer wait: docs/benchmarks.md, 'Latency budget')")
     parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="at most this many records per batch and query")
     parser.add_argument("--state-reopen", choices=STATE_REOPEN_MODES,
                         help="how the checkpoint stays bounded: periodic (restart the queries on their checkpoints "

@@ -38,8 +38,8 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     live.add_argument("--rate", type=float, default=20.0, metavar="N", help="publishes per second (default: 20)")
     live.add_argument("--block-time", type=float, default=2.0, metavar="S",
                       help="the author's block time in seconds (default: 2)")
-    live.add_argument("--trigger-seconds", type=float, default=0.5, metavar="S",
-                      help="the job's micro-batch interval (default: 0.5)")
+    live.add_argument("--trigger-seconds", type=float, default=0.2, metavar="S",
+                      help="the job's micro-batch interval (default: 0.2)")
 
 
 def run_live_demo(args: argparse.Namespace) -> int:
