@@ -58,12 +58,12 @@ def machine() -> dict[str, Any]:
 def commit() -> str:
     """The commit the benchmark ran at, with ``-dirty`` when its code had changes (so a figure names its code).
 
-    Results and plots, what benchmarks write, and the docs do not count as changes."""
+    Results and plots, what benchmarks write, and the docs (every Markdown file) do not count as changes."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
     head = git("rev-parse", "--short=10", "HEAD") or "unknown"
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results", ":!docs")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results", ":!docs", ":!*.md")
     return head + ("-dirty" if changed else "")
 
 

@@ -94,7 +94,8 @@ JOB_CUT = ("busy.jsonl", 100)
 VIEWS_PARTITIONS = 2
 REPLAY_KEY = b"b" * 32
 LIVE_TRIGGER_SECONDS = 0.5
-"""The live job's trigger interval in the benchmark: the one `pubsub demo --live` runs with."""
+"""The live job's trigger interval in the benchmark, which its recorded table ran at (the job's default before
+0.2 s); a live pair drains a backlog, so its batches run back to back at either."""
 WARMUP_PAIRS = 2
 """Pairs per log run before the measured ones. After the first available-now run and two pairs Spark's JVM has
 settled: on the standard log its compile time was 2.4-2.5 s in the first live run, 1.0-1.4 s in the second and
