@@ -38,24 +38,26 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ROOT, stop_cleanly_on_sigterm, write_result
-from benchmarks.reliability.chaos import ChaosPlan, Parts, _cli, descendants, tail
+from benchmarks.reliability.chaos import ChaosPlan, Parts, _cli, tail
 from benchmarks.reliability.follow import TopicFollower
+from benchmarks.reliability.soak import tree_rss
 from producers.transport.topics import ensure_realm_topics
 from pubsub_core.stages.edge import ConsumerRecord
 from pubsub_core.stages.topics import topic
 from settings.settings import Settings, load_settings
 from streaming.stage_layout import FUSED
+from streaming.stuck import tree_activity
 from streaming.startup import PHASE_LINE
 from supervise.kafka_broker import EmbeddedKafka
 from supervise.live_run import WORKLOAD_AUTHOR_SEED
 
 PHASES = ("interpreter and imports", "Kafka and topics", "Spark's launcher", "JVM start", "Spark session",
           "queries started")
+"""The job's start-up phases up to its queries' start, in order (``streaming.job.run_job``)."""
 TAKE_OVER = "standby took over"
 """A standby's phase: the lock taken, once the job before it has ended."""
 STANDBY_PHASES = (TAKE_OVER, "queries started")
 """A standby's phases from the kill up to its queries' start."""
-"""The job's start-up phases up to its queries' start, in order (``streaming.job.run_job``)."""
 FIRST_BATCHES = ("relay first batch", "subscribers first batch")
 STAGES_LINE = re.compile(r"streaming\.job: stages (?P<stages>\w+): ")
 """The job's line naming its layout (``streaming.job.run_job``): a fused job runs one query, named relay."""
@@ -81,29 +83,21 @@ def variant_env(name: str, work: Path) -> dict[str, str]:
     runtime = {"PUBSUB_RUNTIME_DIR": str(work / "runtime")}
     if name == "default":
         return {}
-    if name in ("class-archive", "standby"):
-        if name == "standby":
-            return {**variant_env("class-archive", work), "PUBSUB_STANDBY": "true"}
-        if (work / "spark-driver.jsa").exists():
-            return {"PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")}
-        subprocess.run(_cli("job", "--write-class-archive"), check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
-                       env={**os.environ, **runtime, "PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")})
-        return {"PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")}
+    if name == "standby":
+        return {**variant_env("class-archive", work), "PUBSUB_STANDBY": "true"}
+    if name == "class-archive":
+        archive = {"PUBSUB_SPARK_CLASS_ARCHIVE": str(work / "spark-driver.jsa")}
+        if not (work / "spark-driver.jsa").exists():  # built once, shared with the standby variant
+            subprocess.run(_cli("job", "--write-class-archive"), check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
+                           env={**os.environ, **runtime, **archive})
+        return archive
     raise SystemExit(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
 
 
 def tree_usage(pid: int) -> tuple[float, int]:
-    """CPU seconds used so far and resident bytes now of ``pid`` and every process below it (from /proc)."""
-    cpu, rss = 0.0, 0
-    for member in [pid, *descendants(pid)]:
-        try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-            status = Path(f"/proc/{member}/status").read_text()
-        except OSError:
-            continue
-        cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        rss += next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    return cpu, rss
+    """CPU seconds used so far and resident bytes now of ``pid`` and every process below it."""
+    activity = tree_activity(pid)
+    return (0.0 if activity is None else activity[0]), sum(tree_rss(pid).values()) * 1024
 
 
 class UpdateTracker(TopicFollower):
