@@ -582,8 +582,14 @@ def finish_batches(queries: Sequence[StreamingQuery], grace: float = STOP_GRACE_
             time.sleep(0.02)
 
 
+_CAUSED_BY = re.compile(r"^Caused by: (.+)$", re.MULTILINE)
+"""A cause's line in a Java stack trace (``Throwable.printStackTrace``)."""
+
+
 def cause_chain(error: BaseException) -> list[str]:
-    """``error``'s text, then each Java throwable of a failed query's cause chain (``toString``), outermost first."""
+    """``error``'s text, then each Java throwable of a failed query's cause chain (``toString``), outermost first.
+    When the gateway cannot be read (a process out of descriptors cannot open its socket), the causes come from the
+    Java stack trace PySpark captured when it raised ``error``."""
     texts, origin = [str(error)], getattr(error, "_origin", None)
     for _ in range(30):
         if origin is None:
@@ -593,6 +599,8 @@ def cause_chain(error: BaseException) -> list[str]:
             origin = origin.getCause()
         except Exception:  # noqa: BLE001 - a gateway that went away: judge by what was read
             break
+    if len(texts) == 1:
+        texts.extend(_CAUSED_BY.findall(str(getattr(error, "_stackTrace", None) or texts[0]))[:30])
     return texts
 
 
