@@ -98,7 +98,10 @@ class Settings:
     """The realm: every topic name starts with it."""
     topic_partitions: int = 2
     spark_master: str = "local[2]"
-    shuffle_partitions: int = 2
+    shuffle_partitions: int | None = None
+    """Shuffle partitions (= state store instances) of a new checkpoint, frozen into it at its first batch; None:
+    one per realm the job serves when it starts for the fused layout (at least one), two for split
+    (``streaming.stage_layout.new_checkpoint_partitions``; docs/benchmarks.md, "Cuts measured")."""
     trigger_seconds: float = 0.2
     """Micro-batch interval of a continuous run: a block waits for the next trigger, so half of it on average.
     At 0.2 s a block's p99 to its last update stays under half a second, at about twice the job's CPU of a 0.5 s
@@ -171,7 +174,7 @@ class Settings:
         ):
             raise SettingsError("kafka_bootstrap", self.kafka_bootstrap, "settings", "expected host:port[,host:port]")
         for name in ("topic_partitions", "shuffle_partitions", "views_partitions"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise SettingsError(name, getattr(self, name), "settings", "must be at least 1")
         if self.trigger_seconds <= 0:
             raise SettingsError("trigger_seconds", self.trigger_seconds, "settings", "must be positive")

@@ -33,7 +33,7 @@ from producers.transport.topics import TopicError, admin_client, ensure_realm_to
 from pubsub_core.stages.records import OutputRecord
 from pubsub_core.stages.stall import Declared, WaitingStatus, declare
 from settings.job_flags import add_job_arguments, settings_from_args
-from settings.checkpoint_location import CheckpointLocation, HadoopPath
+from settings.checkpoint_location import FUSED_FOLDER, CheckpointLocation, HadoopPath
 from settings.paths import runtime_dir
 from settings.protocol import load_protocol_config
 from settings.settings import Settings
@@ -43,6 +43,7 @@ from streaming.checkpoint_lock import CheckpointLock
 from streaming.descriptors import DescriptorUse, DescriptorWatch
 from streaming.errors import CheckpointDiskFull, KafkaUnavailable, QueryFailed
 from streaming.health import declared_stalls, health_publisher
+from streaming.lanes import SHUFFLE_PARTITIONS, recorded_partitions
 from streaming.metrics import JobMetrics, partition_lag
 from streaming.operators import parse_waiting
 from streaming.spans import OperatorSpans
@@ -53,7 +54,7 @@ from streaming.pipeline import (
     served_realms,
     subscriber_query,
 )
-from streaming.stage_layout import FUSED, checkpoint_stages, resolve_stages
+from streaming.stage_layout import FUSED, checkpoint_stages, new_checkpoint_partitions, resolve_stages
 from streaming.startup import StartupLog, batch_end
 from streaming.stuck import StuckBatchWatch
 
@@ -416,8 +417,12 @@ def _run_holding(
         check_reachable(spark, settings.checkpoint_dir)
     stages = resolve_stages(settings.stages, checkpoint_stages(spark, settings.checkpoint_dir),
                             settings.checkpoint_dir)
-    _LOG.info("stages %s: %s (checkpoint %s)", stages, "one query, subscribers in the relay batch"
-              if stages == FUSED else "two queries joined by the seam topic", settings.checkpoint_dir)
+    new_partitions = new_checkpoint_partitions(settings.shuffle_partitions, stages, realms)
+    recorded = recorded_partitions(settings.checkpoint_dir / (FUSED_FOLDER if stages == FUSED else "relay"), spark)
+    partitions = new_partitions if recorded is None else recorded
+    _LOG.info("stages %s: %s, state in %d shuffle partition%s (checkpoint %s)", stages,
+              "one query, subscribers in the relay batch" if stages == FUSED else "two queries joined by the seam topic",
+              partitions, "" if partitions == 1 else "s", settings.checkpoint_dir)
     key = b"" if stages == FUSED else seam_key(settings, spark)  # the fused job has no seam to sign
     started = time.monotonic()
     summary = JobSummary()
@@ -483,6 +488,10 @@ def _run_holding(
         for name, query in queries:
             follower.poll(query, name, available_now)
 
+    # a query records the session's number at its first batch (later ones keep the checkpoint's); put back after, so
+    # a session shared with other work (the tests') keeps its own
+    session_partitions = spark.conf.get(SHUFFLE_PARTITIONS) or str(new_partitions)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(new_partitions))
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     queries: list[tuple[str, StreamingQuery]] = []
     try:
@@ -536,6 +545,7 @@ def _run_holding(
                 query.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        spark.conf.set(SHUFFLE_PARTITIONS, session_partitions)
         if metrics is not None:
             metrics.close()
     summary.seconds = time.monotonic() - started

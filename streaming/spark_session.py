@@ -10,7 +10,9 @@ What it fixes, and why (Spark's Structured Streaming guide, "transformWithState"
 - spark.jars: the Kafka connector from jvm/lib/spark-kafka, so nothing is downloaded at run time.
 - executors on this Python (sys.executable), so they have protobuf, pyarrow and the project installed.
 - 127.0.0.1 everywhere: a session never binds to another interface.
-- two shuffle partitions (= state store instances) for a 2-core machine; UTC session time zone for determinism.
+- the shuffle partitions (= state store instances) ``shuffle_partitions`` names, else the split layout's two (the job
+  sets a new fused checkpoint's own number before it starts: ``stage_layout.new_checkpoint_partitions``); UTC
+  session time zone for determinism.
 - the JVMs compile with C1 only unless ``spark_jit = "tiered"``: on 2 cores the C2 compiler threads took more CPU
   than the job's own work; without them Spark's JVM used less CPU and live latency fell over the first minute,
   though not over three (docs/benchmarks.md, "Measured defaults", "The JVM's compiler").
@@ -42,6 +44,7 @@ from settings.paths import jvm_lib_dir, runtime_dir
 from settings.settings import JIT_JAVA_OPTIONS, Settings
 from streaming.class_archive import archive_in_use, use_options
 from streaming.shipping import EXECUTOR_PYTHON, driver_folder, pack_environment, shipping_conf, wants_archive
+from streaming.stage_layout import SPLIT_PARTITIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here
@@ -179,8 +182,8 @@ def spark_conf(settings: Settings, app_name: str, ui: bool = False, driver_optio
         "spark.driver.bindAddress": os.environ.get("PUBSUB_SPARK_DRIVER_BIND_ADDRESS", "127.0.0.1"),
         "spark.ui.enabled": "true" if ui or settings.metrics_port is not None else "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
-        "spark.default.parallelism": str(settings.shuffle_partitions),
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions or SPLIT_PARTITIONS),
+        "spark.default.parallelism": str(settings.shuffle_partitions or SPLIT_PARTITIONS),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",

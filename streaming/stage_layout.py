@@ -19,13 +19,18 @@ from streaming.errors import StagesMismatch
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["FUSED", "NEW_CHECKPOINT_STAGES", "SPLIT", "checkpoint_stages", "layout_of", "resolve_stages"]
+__all__ = ["FUSED", "NEW_CHECKPOINT_STAGES", "SPLIT", "SPLIT_PARTITIONS", "checkpoint_stages", "layout_of",
+           "new_checkpoint_partitions", "resolve_stages"]
 
 FUSED = "fused"
 SPLIT = "split"
 NEW_CHECKPOINT_STAGES = FUSED
 """What ``stages = "auto"`` runs on a checkpoint that holds neither layout yet: fused, whose blocks reach their
 subscribers without the seam's hop (docs/benchmarks.md, "Latency budget")."""
+
+SPLIT_PARTITIONS = 2
+"""The split layout's shuffle partitions unless ``shuffle_partitions`` says otherwise: Stage S spreads a realm's
+subscribers over them (``streaming.lanes``), one task per core of a two-core machine."""
 
 
 def layout_of(names: Collection[str]) -> str | None:
@@ -51,3 +56,13 @@ def resolve_stages(asked: str, found: str | None, location: CheckpointLocation) 
     if asked not in ("auto", found):
         raise StagesMismatch(location, found, asked)
     return found
+
+
+def new_checkpoint_partitions(asked: int | None, stages: str, realms: Collection[str]) -> int:
+    """The shuffle partitions a new checkpoint of layout ``stages`` is made with: ``asked`` if set; else, fused,
+    one per realm (at least one), since the fused query groups by realm alone and a partition without a realm
+    still costs a task in every batch; else ``SPLIT_PARTITIONS``. Spark keeps a checkpoint's own number at a
+    restart, whatever the session says."""
+    if asked is not None:
+        return asked
+    return max(1, len(realms)) if stages == FUSED else SPLIT_PARTITIONS

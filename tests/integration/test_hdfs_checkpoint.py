@@ -27,6 +27,7 @@ from streaming.checkpoint_files import space_used
 from streaming.job import BatchReport, run_job
 from streaming.lanes import SHUFFLE_PARTITIONS, recorded_partitions
 from streaming.pipeline import seam_key
+from streaming.stage_layout import SPLIT_PARTITIONS
 from supervise.kafka_broker import free_port
 from supervise.verify import check_outputs, produce_log
 from tests.integration.test_pipeline import _job, assert_equal
@@ -64,7 +65,7 @@ def test_a_job_sigkilled_mid_stream_resumes_from_its_checkpoint_on_hdfs(
     finally:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait(30)
-    assert recorded_partitions(checkpoint / "subscribers", spark) == kafka_settings.shuffle_partitions == 2
+    assert recorded_partitions(checkpoint / "subscribers", spark) == SPLIT_PARTITIONS == 2
 
     port = free_port()
     settings = dataclasses.replace(kafka_settings, checkpoint_dir=checkpoint, realms=",".join(realms),
@@ -80,7 +81,7 @@ def test_a_job_sigkilled_mid_stream_resumes_from_its_checkpoint_on_hdfs(
         run_job(settings, available_now=True, on_batch=scrape)
         assert spark.conf.get(SHUFFLE_PARTITIONS) == "4"
     finally:
-        spark.conf.set(SHUFFLE_PARTITIONS, str(kafka_settings.shuffle_partitions))
+        spark.conf.set(SHUFFLE_PARTITIONS, str(SPLIT_PARTITIONS))
     assert_equal(check_outputs(lines, settings, realms))
 
     listing = hdfs.shell("-ls", "-R", "/pubsub/checkpoint")

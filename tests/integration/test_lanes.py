@@ -13,6 +13,7 @@ from producers.transport.kafka_io import produce
 from tests.support.paths import REPO_ROOT
 from settings.settings import Settings
 from streaming.job import run_job
+from streaming.stage_layout import SPLIT_PARTITIONS
 from streaming.lanes import SHUFFLE_PARTITIONS, lane_column, recorded_partitions, stateful_partitions
 from supervise.verify import check_outputs, fresh_topics
 
@@ -49,7 +50,7 @@ def test_a_restart_with_other_shuffle_partitions_keeps_every_subscribers_state(
     half = len(records) // 2
     produce(settings, records[:half])
     run_job(settings, available_now=True)
-    assert recorded_partitions(settings.checkpoint_dir / "subscribers") == settings.shuffle_partitions == 2
+    assert recorded_partitions(settings.checkpoint_dir / "subscribers") == SPLIT_PARTITIONS == 2
 
     one = spark.createDataFrame([("polkadot", "3000")], "realm string, subscriber string")
     lanes = {}
@@ -65,7 +66,7 @@ def test_a_restart_with_other_shuffle_partitions_keeps_every_subscribers_state(
         assert spark.conf.get(SHUFFLE_PARTITIONS) == "4"
         assert stateful_partitions(spark, settings.checkpoint_dir / "subscribers") == 2
     finally:
-        spark.conf.set(SHUFFLE_PARTITIONS, str(kafka_settings.shuffle_partitions))
+        spark.conf.set(SHUFFLE_PARTITIONS, str(SPLIT_PARTITIONS))
     result = check_outputs(lines, settings, realms)
     assert [t for t in result.topics if not t.ok] == []
     assert sum(t.matched for t in result.topics) == sum(t.expected for t in result.topics) > 0

@@ -17,6 +17,7 @@ import pytest
 
 from producers.transport.kafka_io import scan_topic
 from settings.settings import Settings
+from streaming.lanes import recorded_partitions
 from supervise.verify import check_outputs, produce_log, verify_log
 from tests.integration.test_pipeline import EXAMPLES, _wait_for_batches, assert_equal, two_realms, workload
 from tests.support.paths import REPO_ROOT
@@ -45,6 +46,7 @@ def test_a_new_checkpoint_runs_fused_and_nothing_crosses_the_seam(kafka_settings
     result = verify_log(two_realms(), settings, reset_topics=True, checkpoint=checkpoint)
     assert_equal(result)
     assert sorted(entry.name for entry in checkpoint.iterdir() if entry.is_dir()) == ["fused"]
+    assert recorded_partitions(checkpoint / "fused") == 2  # one per realm: the fused query groups by realm
     assert not list(scan_topic(settings, "kusama.relay-views", timeout=10))
     assert {t.topic.split(".")[0] for t in result.topics} == {"kusama", "westend"}
 
@@ -83,7 +85,9 @@ def test_a_fused_job_killed_twice_resumes_as_fused_and_refuses_to_run_split(kafk
     assert sorted(entry.name for entry in checkpoint.iterdir() if entry.is_dir()) == ["fused"]  # nothing made
     finisher = _cli_job(kafka_settings, checkpoint, log, "--available-now", *realm_flags)  # auto: the checkpoint's
     assert finisher.wait(600) == 0, log.read_text()[-3000:]
-    assert "stages fused: one query" in log.read_text()
+    said = log.read_text()
+    assert len(realms) == 1 and recorded_partitions(checkpoint / "fused") == 1, said[-3000:]
+    assert said.count("stages fused: one query, subscribers in the relay batch, state in 1 shuffle partition ") == 3
     assert_equal(check_outputs(lines, kafka_settings, realms))
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from streaming.errors import StagesMismatch
-from streaming.stage_layout import NEW_CHECKPOINT_STAGES, layout_of, resolve_stages
+from streaming.stage_layout import (NEW_CHECKPOINT_STAGES, SPLIT_PARTITIONS, layout_of, new_checkpoint_partitions,
+                                    resolve_stages)
 
 CHECKPOINT = Path("/srv/pubsub/checkpoint")
 
@@ -35,3 +36,13 @@ def test_the_other_layout_is_refused_naming_both(asked: str, found: str) -> None
     assert (caught.value.checkpoint, caught.value.found, caught.value.asked) == (CHECKPOINT, found, asked)
     assert str(caught.value).startswith(f"the checkpoint {CHECKPOINT} holds a {found} job's state and cannot run "
                                         f"{asked}: run with --stages {found}")
+
+
+@pytest.mark.parametrize(("asked", "stages", "realms", "partitions"), [
+    (None, "fused", [], 1), (None, "fused", ["polkadot"], 1), (None, "fused", ["kusama", "westend"], 2),
+    (None, "split", ["polkadot"], SPLIT_PARTITIONS), (None, "split", [], 2),
+    (4, "fused", ["polkadot"], 4), (3, "split", ["polkadot"], 3),
+])
+def test_a_new_checkpoint_gets_one_partition_per_realm_fused_and_two_split_unless_set(
+        asked: int | None, stages: str, realms: list[str], partitions: int) -> None:
+    assert new_checkpoint_partitions(asked, stages, realms) == partitions
