@@ -93,9 +93,6 @@ JOB_CUT = ("busy.jsonl", 100)
 """One more job run with maxOffsetsPerTrigger, to see a first batch beside later ones of the same query."""
 VIEWS_PARTITIONS = 2
 REPLAY_KEY = b"b" * 32
-LIVE_TRIGGER_SECONDS = 0.5
-"""The live job's trigger interval in the benchmark, which its recorded table ran at (the job's default before
-0.2 s); a live pair drains a backlog, so its batches run back to back at either."""
 WARMUP_PAIRS = 2
 """Pairs per log run before the measured ones. After the first available-now run and two pairs Spark's JVM has
 settled: on the standard log its compile time was 2.4-2.5 s in the first live run, 1.0-1.4 s in the second and
@@ -268,7 +265,7 @@ def run_job_on(name: str, lines: Sequence[bytes], settings: Any, scratch: Path,
 
 def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], settings: Any, scratch: Path,
                 spark: Any, log: Callable[[str], None]) -> dict[str, Any]:
-    """The live job (both queries running, trigger ``LIVE_TRIGGER_SECONDS``) started on fresh empty topics; once
+    """The live job (its queries running, the default trigger and partitions) started on fresh empty topics; once
     both queries have run their first batch, ``lines`` are produced. End to end is the first record produced to the
     last output record written (Kafka's timestamps, the writer's clock), as a user of the running job sees it; the
     run stops once every output topic holds the simulator's count (``sizes``: ``run_simulator``'s
@@ -281,8 +278,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
     from supervise.verify import check_outputs, fresh_topics, summary_counts
 
     records, realms = fresh_topics(lines, settings, reset_topics=True)
-    job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms),
-                                       trigger_seconds=LIVE_TRIGGER_SECONDS)
+    job_settings = dataclasses.replace(settings, checkpoint_dir=scratch / f"checkpoint-{name}", realms=",".join(realms))
     fused = resolve_stages(job_settings.stages, None, job_settings.checkpoint_dir) == FUSED  # a fresh checkpoint
     names = {QueryNames().relay} if fused else {QueryNames().relay, QueryNames().subscribers}
     stop = threading.Event()
@@ -320,7 +316,7 @@ def run_live_on(name: str, lines: Sequence[bytes], sizes: Mapping[str, int], set
     last = max((record.timestamp or 0) for realm in realms for kind in OUTPUTS
                for record in read_topic(settings, topic(realm, kind)))
     return {
-        "trigger_seconds": LIVE_TRIGGER_SECONDS,
+        "trigger_seconds": job_settings.trigger_seconds,
         "end_to_end_seconds": last / 1000 - fed["started"],
         "produce_seconds": fed["produced"] - fed["started"],
         "served": fed.get("served", False),
