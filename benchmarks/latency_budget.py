@@ -228,15 +228,17 @@ def run_one(settings: Any, block_time: float, args: argparse.Namespace, arm: str
         cpu = group_cpu_seconds(job) - cpu
         snapshot = run.drain(timeout=args.drain_timeout)
     batches = read_batches(batch_log)
-    blocks = [spans for n in sorted(snapshot.blocks) if n >= steady
-              if (spans := block_spans(snapshot, batches, realm, n)) is not None]
+    numbered = [(n, spans) for n in sorted(snapshot.blocks) if n >= steady
+                if (spans := block_spans(snapshot, batches, realm, n)) is not None]
+    blocks = [spans for _, spans in numbered]
     summary = snapshot.latency(steady)
     result = {"block_time_s": block_time, "arm": arm, "changes": dict(changes), "rate": rate,
               "trigger_seconds": trigger, "traffic_seconds": args.seconds, "measured_from_block": steady,
               "blocks_seen": sum(1 for n in snapshot.blocks if n >= steady), "budget": budget(blocks),
               "latency": summary.to_json(), "job_cpu_seconds": round(cpu, 1), "load_average": [round(x, 2) for x in load],
               "load_average_after": [round(x, 2) for x in os.getloadavg()],
-              "wall_seconds": round(time.monotonic() - started, 1)}
+              "wall_seconds": round(time.monotonic() - started, 1),
+              "per_block": [{"block": n, **{name: round(ms, 1) for name, ms in spans.items()}} for n, spans in numbered]}
     total = result["budget"].get("total", {})
     print(f"  {summary.line()}; block to last update mean {total.get('mean_ms', 0):.0f} ms over "
           f"{result['budget']['blocks']} blocks ({result['wall_seconds']}s)", flush=True)
