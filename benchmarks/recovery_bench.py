@@ -305,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_cleanly_on_sigterm()
     work = Path(tempfile.mkdtemp(prefix="pubsub-recovery-"))
     envs = {name: variant_env(name, work) for name in args.variants}
-    plan = ChaosPlan(trigger_seconds=0.5, block_time=1.0)
+    plan = ChaosPlan(trigger_seconds=Settings().trigger_seconds, block_time=1.0)  # the job's default trigger
     run = RecoveryRun(work, plan, args.settle)
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in args.variants}
     try:

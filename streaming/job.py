@@ -407,7 +407,7 @@ def _run_holding(
     startup.phase("JVM start", context_started)
     startup.phase("Spark session")
     if not lock.held:  # a standby: nothing of the checkpoint is read before the job running on it has ended
-        taken_by = _take_over(lock, stop, say)
+        taken_by = _take_over(lock, stop)
         if taken_by is not None:
             return JobSummary(stopped_by=taken_by or None)
         startup.phase("standby took over")
@@ -553,15 +553,13 @@ def _run_holding(
     return summary
 
 
-def _take_over(lock: CheckpointLock, stop: threading.Event | None, say: Callable[[str], None] | None) -> str | None:
+def _take_over(lock: CheckpointLock, stop: threading.Event | None) -> str | None:
     """A standby's wait for the checkpoint's lock. None once it holds the lock; when stopped first: the signal's
     name (SIGTERM, SIGINT), or "" for ``stop``."""
     holder = lock.holder()
     line = (f"standby: Spark is up; waiting for the job on {lock.checkpoint}"
             f"{'' if holder is None else f' (pid {holder})'} to end")
-    _LOG.info("%s", line)
-    if say:
-        say(line)
+    _LOG.info("%s", line)  # on the console too: the job's log goes there (``say`` would print it twice)
     signals: list[int] = []
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:

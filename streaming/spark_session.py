@@ -26,6 +26,9 @@ What it fixes, and why (Spark's Structured Streaming guide, "transformWithState"
 - the driver's JVM maps a class data sharing archive of Spark's classes when `pubsub job --write-class-archive`
   built one (``streaming.class_archive``): a restarted job's session starts sooner (docs/benchmarks.md,
   "Recovery after a crash").
+- Spark's local files (``spark.local.dir``) and the driver JVM's temporary ones (``java.io.tmpdir``) in a folder of
+  the process's own under the runtime folder, swept when the process has ended however it ended (``streaming.scratch``):
+  Spark's shutdown hook, which deletes them from /tmp otherwise, does not run after a SIGKILL.
 - SPARK_HOME is a folder of links to the pyspark package's bin/, jars/ and sbin/ without its python/lib/ zips
   (``worker_spark_home``), so Python workers import pyspark compiled from site-packages, not from source in a zip.
 """
@@ -44,12 +47,13 @@ from settings.paths import jvm_lib_dir, runtime_dir
 from settings.settings import JIT_JAVA_OPTIONS, Settings
 from streaming.class_archive import archive_in_use, use_options
 from streaming.shipping import EXECUTOR_PYTHON, driver_folder, pack_environment, shipping_conf, wants_archive
+from streaming.scratch import process_folder
 from streaming.stage_layout import SPLIT_PARTITIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession as SparkSession  # re-exported: benchmarks reach Spark's types through here
 
-__all__ = ["SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_seconds", "jvm_pid", "jvm_start_times", "local_file_system_jar",
+__all__ = ["SCRATCH_FOLDER", "SPARK_PROMETHEUS_PATH", "build_spark", "connector_jars", "jit_seconds", "jvm_pid", "jvm_start_times", "local_file_system_jar",
            "prepare_environment", "prometheus_conf", "pyspark_package_dir", "pyspark_version", "spark_conf",
            "worker_spark_home"]
 
@@ -153,6 +157,9 @@ def prepare_environment() -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
+
+SCRATCH_FOLDER = "scratch"
+"""The runtime folder's folder of the drivers' local files (``streaming.scratch``)."""
 
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|jaas"
 """Conf and option names Spark redacts (``spark.redaction.regex``)."""
@@ -269,12 +276,15 @@ def build_spark(
 ) -> SparkSession:
     """A session configured as above (or the active one, whose static confs then cannot change); with
     ``log_file``, Spark's and its Python workers' console output goes to that file. ``driver_options`` and
-    ``use_archive``: as for ``spark_conf``."""
+    ``use_archive``: as for ``spark_conf``. Spark's local files and the driver JVM's temporary files go to this
+    process's folder under the runtime folder's ``scratch/`` (``streaming.scratch``)."""
     prepare_environment()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    conf = spark_conf(settings, app_name, ui, driver_options, use_archive)
+    scratch = process_folder(runtime_dir() / SCRATCH_FOLDER)
+    conf = spark_conf(settings, app_name, ui, (*driver_options, f"-Djava.io.tmpdir={scratch}"), use_archive)
+    conf["spark.local.dir"] = str(scratch)
     for key, value in conf.items():
         builder = builder.config(key, value)
     shipped = conf["spark.pyspark.python"] == EXECUTOR_PYTHON

@@ -18,6 +18,7 @@ import pytest
 from producers.transport.kafka_io import scan_topic
 from settings.settings import Settings
 from streaming.lanes import recorded_partitions
+from streaming.spark_session import SCRATCH_FOLDER
 from supervise.verify import check_outputs, produce_log, verify_log
 from tests.integration.test_pipeline import EXAMPLES, _wait_for_batches, assert_equal, two_realms, workload
 from tests.support.paths import REPO_ROOT
@@ -51,12 +52,13 @@ def test_a_new_checkpoint_runs_fused_and_nothing_crosses_the_seam(kafka_settings
     assert {t.topic.split(".")[0] for t in result.topics} == {"kusama", "westend"}
 
 
-def _cli_job(settings: Settings, checkpoint: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _cli_job(settings: Settings, checkpoint: Path, log: Path, *extra: str,
+             env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """`pubsub job` in its own process group (so a SIGKILL takes its JVM and workers too)."""
     args = [sys.executable, "-m", "cli.main", "job", "--bootstrap", str(settings.kafka_bootstrap), "--checkpoint",
             str(checkpoint), "--trigger-seconds", "0.5", "--max-offsets-per-trigger", "8", *extra]
     return subprocess.Popen(args, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                            start_new_session=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+                            start_new_session=True, env=env or {**os.environ, "PYTHONPATH": str(REPO_ROOT)})
 
 
 def test_a_fused_job_killed_twice_resumes_as_fused_and_refuses_to_run_split(kafka_settings: Settings,
@@ -65,26 +67,31 @@ def test_a_fused_job_killed_twice_resumes_as_fused_and_refuses_to_run_split(kafk
     realms = produce_log(lines, kafka_settings, reset_topics=True)
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "job.log"
     realm_flags = [flag for realm in realms for flag in ("--realm", realm)]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PUBSUB_RUNTIME_DIR": str(tmp_path / "runtime")}
+    scratch = tmp_path / "runtime" / SCRATCH_FOLDER
     for kill in (1, 2):
-        job = _cli_job(kafka_settings, checkpoint, log, *realm_flags)  # auto: fused for a new checkpoint
+        job = _cli_job(kafka_settings, checkpoint, log, *realm_flags, env=env)  # auto: fused for a new checkpoint
         try:
             _wait_for_batches(log, 2 * kill)
         finally:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait(30)
+    killed = sorted(folder for folder in scratch.iterdir() if folder.is_dir())  # Spark's shutdown hook never ran
+    assert len(killed) == 2 and all(list(folder.glob("spark-*/StateStoreId*")) for folder in killed), killed
     split = subprocess.run(
         [sys.executable, "-m", "cli.main", "job", "--bootstrap", str(kafka_settings.kafka_bootstrap), "--checkpoint",
          str(checkpoint), "--stages", "split", "--available-now", *realm_flags],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False, env=env)
     assert split.returncode == 1, split.stdout[-2000:] + split.stderr[-2000:]
     assert split.stderr.strip().splitlines()[-1] == (
         f"pubsub: the checkpoint {checkpoint} holds a fused job's state and cannot run split: run with --stages "
         "fused (or auto), or start a new checkpoint (docs/pipeline.md, \"Fused or split\")"), split.stderr
     assert "Traceback" not in split.stdout + split.stderr
     assert sorted(entry.name for entry in checkpoint.iterdir() if entry.is_dir()) == ["fused"]  # nothing made
-    finisher = _cli_job(kafka_settings, checkpoint, log, "--available-now", *realm_flags)  # auto: the checkpoint's
+    finisher = _cli_job(kafka_settings, checkpoint, log, "--available-now", *realm_flags, env=env)  # the checkpoint's
     assert finisher.wait(600) == 0, log.read_text()[-3000:]
+    left = [folder for folder in scratch.iterdir() if folder.is_dir()]
+    assert len(left) == 1 and left[0] not in killed, left  # each start swept the ended jobs' folders; its own is next
     said = log.read_text()
     assert len(realms) == 1 and recorded_partitions(checkpoint / "fused") == 1, said[-3000:]
     assert said.count("stages fused: one query, subscribers in the relay batch, state in 1 shuffle partition ") == 3
