@@ -13,6 +13,7 @@ header.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -24,7 +25,7 @@ from pubsub_core.stages.limits import WRITER_REQUEST_BYTES
 from settings.settings import Settings
 from streaming.errors import RecordWriteError
 
-__all__ = ["WRITER_LIMITS", "RecordWriter", "record_writer", "writer_config"]
+__all__ = ["METADATA_REFRESH_SECONDS", "WRITER_LIMITS", "RecordWriter", "record_writer", "writer_config"]
 
 WRITER_LIMITS: dict[str, str] = {
     # the Java client's partitioner (Spark's sink): a key lands where it did, and where the seam's readers expect it
@@ -46,6 +47,11 @@ WRITER_LIMITS: dict[str, str] = {
 }
 """What the writer sets beyond the project's producer (``producers.transport.topics.producer_config``: idempotent, so each
 partition keeps its order through retries, ``acks=all``), with a longer linger."""
+
+METADATA_REFRESH_SECONDS = 1.0
+"""How long a topic's partition count, once asked for, serves the writer before it asks again (at its next record
+for the topic). librdkafka asks every five minutes, and a topic deleted and made again with fewer
+partitions (a realm reset) would fail every record it places on a partition that is gone."""
 
 FLUSH_STEP_SECONDS = 1.0
 """``flush`` waits this long per step until nothing is in flight; librdkafka fails a record that it could not
@@ -71,11 +77,18 @@ class RecordWriter:
         # Stage R on the standard workload).
         self._producer = Producer({**config, "on_delivery": delivered, "delivery.report.only.error": True})
         self._failures = failures
+        self._asked: set[str] = set()  # topics whose partition count was asked for since ``_asked_at``
+        self._asked_at = time.monotonic()
 
     def write(self, records: Iterable[ProducerRecord]) -> None:
         """Queue records; a full queue is drained by serving deliveries."""
-        produce, poll = self._producer.produce, self._producer.poll
+        if time.monotonic() - self._asked_at >= METADATA_REFRESH_SECONDS:
+            self._asked.clear()
+            self._asked_at = time.monotonic()
+        produce, poll, asked = self._producer.produce, self._producer.poll, self._asked
         for topic, key, value, headers in records:
+            if topic not in asked:
+                self._ask_partitions(topic)
             while True:
                 try:
                     produce(topic, value, key, headers=list(headers))
@@ -85,6 +98,14 @@ class RecordWriter:
                 except KafkaException as exc:  # refused before queueing (the client's own checks)
                     raise RecordWriteError(topic, str(exc), 1) from exc
         poll(0)
+
+    def _ask_partitions(self, topic: str) -> None:
+        """Ask the broker for ``topic``'s partitions (librdkafka places the next records by the answer)."""
+        try:
+            self._producer.list_topics(topic, timeout=10)
+        except KafkaException:
+            pass  # the broker is away for a moment: the records wait in the queue, placed by the count known
+        self._asked.add(topic)
 
     def flush(self) -> None:
         """Wait until every queued record is delivered; ``RecordWriteError`` if any was not (the batch fails)."""

@@ -360,7 +360,8 @@ def _reason(exc: KafkaException) -> str:
     return first.str() if isinstance(first, KafkaError) else str(exc)
 
 
-_RETRIABLE = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)
+_RETRIABLE = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+              KafkaError._UNKNOWN_PARTITION)  # the client's own metadata behind the answer of a topic made again
 
 
 def _watermark(consumer: Consumer, topic: str, partition: int, timeout: float = 10.0) -> tuple[int, int]:

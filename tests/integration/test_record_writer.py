@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,7 @@ from producers.transport.topics import create_topics
 from pubsub_core.stages.edge import ID_HEADER, ProducerRecord
 from settings.settings import Settings
 from streaming.errors import RecordWriteError
-from streaming.record_writer import RecordWriter, record_writer, writer_config
+from streaming.record_writer import METADATA_REFRESH_SECONDS, RecordWriter, record_writer, writer_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -112,3 +113,29 @@ def test_flush_sends_at_once_whatever_the_linger(kafka_settings: Settings) -> No
     writer.write(_kafka(records))
     assert writer._producer.flush(10.0) == 0  # noqa: SLF001 - one bounded wait, not the loop
     assert sorted(r.header(ID_HEADER) or b"" for r in read_topic(kafka_settings, name)) == sorted(r[3] for r in records)
+
+
+def test_a_topic_made_again_with_fewer_partitions_gets_every_record_on_its_new_partition(
+        kafka_settings: Settings) -> None:
+    """A worker's writer outlives its batches; when a topic it wrote is deleted and made again with fewer partitions
+    (a realm reset), its next batch places records by the new count instead of failing on partitions that are gone
+    (librdkafka's own refresh comes every five minutes)."""
+    from supervise.kafka_broker import delete_topics
+
+    name = _topic(kafka_settings, 4)
+    writer = RecordWriter(writer_config(kafka_settings))
+    keys = [f"subscriber-{i}".encode() for i in range(40)]
+    writer.write(_kafka([(name, key, b"before", f"before/{i}".encode()) for i, key in enumerate(keys)]))
+    writer.flush()
+    delete_topics(kafka_settings, [name])
+    create_topics(kafka_settings, [name], 2)
+    time.sleep(METADATA_REFRESH_SECONDS)  # the next batch: the writer asks for the topic's partitions again
+    rows = [(name, key, f"after-{n}".encode(), f"after/{i}/{n}".encode()) for n in range(3) for i, key in enumerate(keys)]
+    writer.write(_kafka(rows))
+    writer.flush()
+
+    read = read_topic(kafka_settings, name)
+    assert sorted(r.header(ID_HEADER) or b"" for r in read) == sorted(record_id for _, _, _, record_id in rows)
+    for key in keys:  # one partition per key, its records in the order written
+        mine = sorted((r for r in read if r.key == key), key=lambda r: r.offset)
+        assert len({r.partition for r in mine}) == 1 and [r.value for r in mine] == [b"after-0", b"after-1", b"after-2"]
