@@ -135,6 +135,7 @@ class JobMetrics:
         self.spark_ui = Gauge("pubsub_spark_ui_info", "Where Spark's UI (and its /metrics/prometheus) is served",
                               ["url"], registry=r)
         self._heights: dict[str, int] = {}
+        self._author_heights: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._realms: list[str] = []
@@ -169,6 +170,7 @@ class JobMetrics:
             for realm, height in heights.items():
                 self._heights[realm] = max(self._heights.get(realm, 0), height)
                 self.relay_height.labels(realm).set(self._heights[realm])
+                self._count_waiting(realm)
 
     def waiting(self, realm: str, status: WaitingStatus | None, seconds: float) -> None:
         """Stage R's waiting status of a realm after a batch (None: no block waits)."""
@@ -218,12 +220,19 @@ class JobMetrics:
                 self._heights[realm] = max(self._heights.get(realm, 0), facts.relay_height)
                 self.relay_height.labels(realm).set(self._heights[realm])
             if facts.author_height is not None:
+                self._author_heights[realm] = facts.author_height
                 self.author_height.labels(realm).set(facts.author_height)
-                self.blocks_waiting.labels(realm).set(max(0, facts.author_height - self._heights.get(realm, 0)))
+            self._count_waiting(realm)
         for subscriber, use in facts.pov.items():
             self.pov_used.labels(realm, str(subscriber)).set(use.used)
             self.pov_budget.labels(realm, str(subscriber)).set(use.budget)
             self.pov_block.labels(realm, str(subscriber)).set(use.block)
+
+    def _count_waiting(self, realm: str) -> None:
+        """``pubsub_blocks_waiting`` from the newest heights, whichever moved (caller holds the lock): a batch that
+        seals blocks lowers it at once, not at the next read of the topics' tails."""
+        if realm in self._author_heights:
+            self.blocks_waiting.labels(realm).set(max(0, self._author_heights[realm] - self._heights.get(realm, 0)))
 
     # -- serving ------------------------------------------------------------------------------------------------
     def start(self) -> str:

@@ -79,6 +79,14 @@ def test_topic_tails_give_the_author_height_blocks_waiting_and_pov_use() -> None
     } <= lines
 
 
+def test_a_batch_that_seals_blocks_lowers_blocks_waiting_before_the_next_read_of_the_tails() -> None:
+    metrics = JobMetrics(Settings())
+    metrics.take_facts("r", RealmFacts(author_height=12, relay_height=2, pov={}))
+    assert 'pubsub_blocks_waiting{realm="r"} 10.0' in _text(metrics)
+    metrics.observe("relay", PROGRESS, {"r": 12}, {})  # the batch sealed the author's newest block
+    assert {'pubsub_relay_height{realm="r"} 12.0', 'pubsub_blocks_waiting{realm="r"} 0.0'} <= _text(metrics)
+
+
 def test_facts_come_from_genuine_records_and_skip_anything_else() -> None:
     facts = RealmFacts()
     facts.take("blocks", json.dumps({"position": 4}).encode())
